@@ -1,0 +1,172 @@
+/* Inference contexts: each owns its KV cache, scratch, thread pool, sampler and
+ * position; the model is shared read-only. All buffers are sized at creation, so
+ * evaluation and decoding allocate nothing (except growing the all-rows logits buffer
+ * the first time a longer batch asks for every row). */
+#include "model.h"
+#include <stdlib.h>
+
+llambda_sampler_params llambda_sampler_default_params(void) {
+    llambda_sampler_params p = {0};
+    p.temperature = 0.8f; p.top_k = 40; p.top_p = 0.95f; p.min_p = 0.05f;
+    p.repeat_penalty = 1.0f; p.repeat_last_n = 64; p.seed = 0xFFFFFFFFu;
+    return p;
+}
+
+llambda_context_params llambda_context_default_params(void) {
+    llambda_context_params p = {0};
+    p.n_batch = 512;
+    p.logits = LLAMBDA_LOGITS_LAST;
+    p.kv_type = LLAMBDA_KV_F16;
+    p.sampling = llambda_sampler_default_params();
+    return p;
+}
+
+llambda_status ll_sampler_init(ll_sampler *s, int n_vocab, const llambda_sampler_params *p);
+void ll_sampler_free(ll_sampler *s);
+void ll_sampler_reset(ll_sampler *s);
+
+static void *xcalloc(size_t n, size_t sz, int *fail) {
+    void *p = calloc(n ? n : 1, sz);
+    if (!p) *fail = 1;
+    return p;
+}
+
+llambda_status llambda_context_create(llambda_model *m, const llambda_context_params *pp, llambda_context **out) {
+    *out = NULL;
+    llambda_context_params p = pp ? *pp : llambda_context_default_params();
+    const ll_hparams *h = &m->hp;
+    if (p.n_ctx < 0 || p.n_batch < 0 || p.n_threads < 0) return ll_error(LLAMBDA_ERR_ARG, "context: negative size");
+    if (p.kv_type != LLAMBDA_KV_F16 && p.kv_type != LLAMBDA_KV_F32) return ll_error(LLAMBDA_ERR_ARG, "context: unknown KV cache type %d", p.kv_type);
+    int n_ctx = p.n_ctx ? p.n_ctx : (h->n_ctx_train > 0 && h->n_ctx_train < 4096 ? h->n_ctx_train : 4096);
+    if (n_ctx > (1 << 22)) return ll_error(LLAMBDA_ERR_ARG, "context: n_ctx %d is too large", n_ctx);
+    int n_batch = p.n_batch ? p.n_batch : 512;
+    if (n_batch > n_ctx) n_batch = n_ctx;
+    int n_threads = p.n_threads ? p.n_threads : m->n_threads;
+    llambda_context *c = calloc(1, sizeof *c);
+    if (!c) return ll_error(LLAMBDA_ERR_NOMEM, "out of memory");
+    c->m = m; c->p = p; c->n_ctx = n_ctx; c->n_batch = n_batch;
+    int fail = 0;
+    int d = h->n_embd, qd = h->n_head * h->head_dim, kvd = h->n_head_kv * h->head_dim;
+    size_t nb = (size_t)n_batch;
+    c->kv.type = p.kv_type; c->kv.n_ctx = n_ctx; c->kv.width = kvd;
+    size_t esz = p.kv_type == LLAMBDA_KV_F16 ? 2 : 4;
+    c->kv.k = xcalloc((size_t)h->n_layer, sizeof *c->kv.k, &fail);
+    c->kv.v = xcalloc((size_t)h->n_layer, sizeof *c->kv.v, &fail);
+    for (int l = 0; !fail && l < h->n_layer; l++) {
+        c->kv.k[l] = xcalloc((size_t)n_ctx * (size_t)kvd, esz, &fail);
+        c->kv.v[l] = xcalloc((size_t)n_ctx * (size_t)kvd, esz, &fail);
+    }
+    int widest = d > h->n_ff ? d : h->n_ff;
+    if (qd > widest) widest = qd;
+    c->x = xcalloc(nb * (size_t)d, 4, &fail);
+    c->xb = xcalloc(nb * (size_t)widest, 4, &fail);
+    c->xb2 = xcalloc(nb * (size_t)d, 4, &fail);
+    c->q = xcalloc(nb * (size_t)qd, 4, &fail);
+    c->k = xcalloc(nb * (size_t)kvd, 4, &fail);
+    c->v = xcalloc(nb * (size_t)kvd, 4, &fail);
+    c->att = xcalloc(nb * (size_t)qd, 4, &fail);
+    c->hb = xcalloc(nb * (size_t)h->n_ff, 4, &fail);
+    c->hb2 = xcalloc(nb * (size_t)h->n_ff, 4, &fail);
+    c->rope_cs = xcalloc(nb * (size_t)h->n_rot, 4, &fail);
+    c->qbuf_row = (size_t)widest * 4 + 512;   /* the widest activation row in any vec_dot type */
+    c->qbuf = xcalloc(nb, c->qbuf_row, &fail);
+    c->want = xcalloc(nb, 1, &fail);
+    c->n_logits_rows = 1;
+    c->logits = xcalloc((size_t)h->n_vocab, 4, &fail);
+    if (!fail && !(c->pool = ll_pool_create(n_threads))) fail = 1;
+    c->scores_stride = (size_t)h->head_dim + 16;  /* f16 q and accumulator */
+    if (!fail) c->scores = xcalloc((size_t)ll_pool_size(c->pool) * c->scores_stride, 4, &fail);
+    if (!fail && ll_sampler_init(&c->smp, h->n_vocab, &p.sampling)) fail = 1;
+    if (fail) { llambda_context_free(c); return ll_error(LLAMBDA_ERR_NOMEM, "context: out of memory (n_ctx %d)", n_ctx); }
+    *out = c;
+    return LLAMBDA_OK;
+}
+
+void llambda_context_free(llambda_context *c) {
+    if (!c) return;
+    for (int l = 0; c->kv.k && l < c->m->hp.n_layer; l++) free(c->kv.k[l]);
+    for (int l = 0; c->kv.v && l < c->m->hp.n_layer; l++) free(c->kv.v[l]);
+    free(c->kv.k); free(c->kv.v);
+    free(c->x); free(c->xb); free(c->xb2); free(c->q); free(c->k); free(c->v); free(c->att);
+    free(c->hb); free(c->hb2); free(c->rope_cs); free(c->scores); free(c->qbuf); free(c->want); free(c->logits);
+    ll_pool_free(c->pool);
+    ll_sampler_free(&c->smp);
+    free(c);
+}
+
+void llambda_context_reset(llambda_context *c) {
+    c->pos = 0;
+    c->last_eval_n = 0;
+    ll_sampler_reset(&c->smp);
+}
+
+int llambda_context_n_ctx(const llambda_context *c) { return c->n_ctx; }
+int llambda_context_pos(const llambda_context *c) { return c->pos; }
+
+llambda_status llambda_context_truncate(llambda_context *c, int pos) {
+    if (pos < 0 || pos > c->pos) return ll_error(LLAMBDA_ERR_ARG, "truncate: position %d outside 0..%d", pos, c->pos);
+    c->pos = pos;
+    c->last_eval_n = 0;
+    return LLAMBDA_OK;
+}
+
+uint64_t llambda_context_kv_bytes(const llambda_context *c) {
+    size_t esz = c->kv.type == LLAMBDA_KV_F16 ? 2 : 4;
+    return 2ull * (uint64_t)c->m->hp.n_layer * (uint64_t)c->n_ctx * (uint64_t)c->kv.width * esz;
+}
+
+/* Guard against use from two threads at once. */
+int ll_enter(llambda_context *c) {
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&c->busy, &expected, 1)) {
+        ll_error(LLAMBDA_ERR_BUSY, "context is in use by another thread");
+        return -1;
+    }
+    return 0;
+}
+void ll_leave(llambda_context *c) { atomic_store(&c->busy, 0); }
+
+llambda_status ll_eval(llambda_context *c, const int32_t *tokens, int n) {
+    const llambda_model *m = c->m;
+    if (n <= 0) return ll_error(LLAMBDA_ERR_ARG, "eval: no tokens");
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= m->hp.n_vocab)
+            return ll_error(LLAMBDA_ERR_ARG, "eval: token %d at index %d is outside the vocabulary (%d)", tokens[i], i, m->hp.n_vocab);
+    if (c->pos + n > c->n_ctx)
+        return ll_error(LLAMBDA_ERR_CONTEXT_FULL, "context full: %d tokens at position %d exceed the context of %d", n, c->pos, c->n_ctx);
+    int all = c->p.logits == LLAMBDA_LOGITS_ALL, none = c->p.logits == LLAMBDA_LOGITS_NONE;
+    if (all && n > c->n_logits_rows) {
+        float *nl = realloc(c->logits, (size_t)n * (size_t)m->hp.n_vocab * 4);
+        if (!nl) return ll_error(LLAMBDA_ERR_NOMEM, "eval: out of memory for %d logits rows", n);
+        c->logits = nl;
+        c->n_logits_rows = n;
+    }
+    int out_row = 0;
+    for (int done = 0; done < n; done += c->n_batch) {
+        int k = n - done < c->n_batch ? n - done : c->n_batch;
+        for (int t = 0; t < k; t++) c->want[t] = !none && (all || done + t == n - 1);
+        float *dst = c->logits + (size_t)(all ? out_row : 0) * (size_t)m->hp.n_vocab;
+        llambda_status st = m->arch->forward(c, tokens + done, k, c->pos, dst, c->want);
+        if (st) return st;
+        c->pos += k;
+        if (all) out_row += k;
+    }
+    c->last_eval_n = none ? 0 : n;
+    return LLAMBDA_OK;
+}
+
+llambda_status llambda_eval(llambda_context *c, const int32_t *tokens, int n) {
+    if (ll_enter(c)) return LLAMBDA_ERR_BUSY;
+    llambda_status st = ll_eval(c, tokens, n);
+    ll_leave(c);
+    return st;
+}
+
+const float *llambda_get_logits(const llambda_context *c, int i) {
+    int n = c->last_eval_n;
+    if (n == 0) return NULL;
+    if (i < 0) i = n - 1;
+    if (i >= n) return NULL;
+    if (c->p.logits == LLAMBDA_LOGITS_ALL) return c->logits + (size_t)i * (size_t)c->m->hp.n_vocab;
+    return i == n - 1 ? c->logits : NULL;
+}

@@ -1,0 +1,120 @@
+/* Internal declarations shared by the library's sources. Not installed. */
+#ifndef LLAMBDA_INTERNAL_H
+#define LLAMBDA_INTERNAL_H
+
+#include "llambda.h"
+#include <string.h>
+#include <math.h>
+
+#if defined(__GNUC__)
+#define LL_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define LL_PRINTF(a, b)
+#endif
+
+/* Record an error message for this thread and return status s. */
+llambda_status ll_error(llambda_status s, const char *fmt, ...) LL_PRINTF(2, 3);
+void ll_error_clear(void);
+
+/* ------------------------------------------------------------------ OS layer (os_posix.c) */
+
+typedef struct ll_mapping { void *addr; size_t size; int owned_heap; } ll_mapping;
+/* Map a whole file read-only (or read it into memory when use_mmap is false). */
+llambda_status ll_map_file(const char *path, int use_mmap, ll_mapping *m);
+void ll_unmap(ll_mapping *m);
+int ll_n_cpus(void);
+double ll_time_seconds(void);
+
+/* ------------------------------------------------------------------ fp16 / bf16 */
+
+float ll_fp16_to_fp32(uint16_t h);
+uint16_t ll_fp32_to_fp16(float f);
+static inline float ll_bf16_to_fp32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, 4); return f;
+}
+static inline uint16_t ll_fp32_to_bf16(float f) {
+    uint32_t u; memcpy(&u, &f, 4);
+    if ((u & 0x7fffffff) > 0x7f800000) return (uint16_t)((u >> 16) | 64); /* quiet NaN */
+    return (uint16_t)((u + (0x7fff + ((u >> 16) & 1))) >> 16);
+}
+extern float ll_fp16_table[65536];
+void ll_init_tables(void);
+#define LL_FP16(h) (ll_fp16_table[(uint16_t)(h)])
+
+/* ------------------------------------------------------------------ block layouts */
+
+#define QK4_0 32
+#define QK8_0 32
+#define QK_K 256
+
+typedef struct { uint16_t d; uint8_t qs[16]; } block_q4_0;
+typedef struct { uint16_t d, m; uint8_t qs[16]; } block_q4_1;
+typedef struct { uint16_t d; uint8_t qh[4]; uint8_t qs[16]; } block_q5_0;
+typedef struct { uint16_t d, m; uint8_t qh[4]; uint8_t qs[16]; } block_q5_1;
+typedef struct { uint16_t d; int8_t qs[32]; } block_q8_0;
+typedef struct { uint16_t d, s; int8_t qs[32]; } block_q8_1;
+typedef struct { uint8_t scales[16]; uint8_t qs[64]; uint16_t d, dmin; } block_q2_K;
+typedef struct { uint8_t hmask[32]; uint8_t qs[64]; uint8_t scales[12]; uint16_t d; } block_q3_K;
+typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qs[128]; } block_q4_K;
+typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t qs[128]; } block_q5_K;
+typedef struct { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d; } block_q6_K;
+typedef struct { float d; int8_t qs[256]; int16_t bsums[16]; } block_q8_K;
+typedef struct { uint16_t d; uint8_t qs[16]; } block_iq4_nl;
+typedef struct { uint16_t d; uint16_t scales_h; uint8_t scales_l[4]; uint8_t qs[128]; } block_iq4_xs;
+typedef struct { uint8_t e; uint8_t qs[16]; } block_mxfp4;
+
+extern const int8_t ll_kvalues_iq4nl[16];
+extern const int8_t ll_kvalues_mxfp4[16];
+
+/* Q4_K / Q5_K packed 6-bit scale and min of sub-block j. */
+static inline void ll_get_scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m) {
+    if (j < 4) { *d = q[j] & 63; *m = q[j + 4] & 63; }
+    else {
+        *d = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
+/* Round to nearest, ties to even (the default FP mode), as llama.cpp's nearest_int. */
+static inline int ll_nearest_int(float v) {
+    float val = v + 12582912.f; int i; memcpy(&i, &val, 4);
+    return (i & 0x007fffff) - 0x00400000;
+}
+
+/* ------------------------------------------------------------------ compute traits */
+
+/* How a weight type is multiplied with activations: activations are first converted to
+ * vec_dot_type (llama.cpp's choice, so the numerics match), then each output element is
+ * vec_dot(n, weight_row, converted_activations). */
+typedef void (*ll_vec_dot_fn)(int64_t n, float *out, const void *w, const void *x);
+typedef void (*ll_from_float_fn)(const float *x, void *y, int64_t n);
+
+typedef struct ll_compute_traits {
+    int vec_dot_type;
+    ll_vec_dot_fn vec_dot;
+} ll_compute_traits;
+
+/* The kernel set chosen for the running CPU (kernels/dispatch.c). */
+typedef struct ll_kernels {
+    const char *isa;
+    ll_vec_dot_fn vec_dot[LLAMBDA_TYPE_COUNT];       /* by weight type */
+    ll_from_float_fn from_float[LLAMBDA_TYPE_COUNT]; /* by activation type */
+} ll_kernels;
+
+const ll_kernels *ll_kernels_get(void);
+int ll_vec_dot_type(int weight_type);   /* -1 if the type cannot be multiplied */
+void ll_kernels_scalar(ll_kernels *k);
+#ifdef LL_HAVE_AVX2
+void ll_kernels_avx2(ll_kernels *k);
+int ll_cpu_has_avx2(void);
+#endif
+
+/* quantize helpers used by from_float */
+void ll_quantize_row_q8_0(const float *x, void *y, int64_t n);
+void ll_quantize_row_q8_1(const float *x, void *y, int64_t n);
+void ll_quantize_row_q8_K(const float *x, void *y, int64_t n);
+void ll_convert_row_f16(const float *x, void *y, int64_t n);
+void ll_convert_row_bf16(const float *x, void *y, int64_t n);
+void ll_convert_row_f32(const float *x, void *y, int64_t n);
+
+#endif

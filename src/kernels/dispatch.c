@@ -1,0 +1,41 @@
+/* Chooses the kernel set once: the best ISA the CPU has, or LLAMBDA_ISA=scalar|avx2. */
+#include "../internal.h"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static ll_kernels kernels;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void choose(void) {
+    ll_init_tables();
+    const char *want = getenv("LLAMBDA_ISA");
+    ll_kernels_scalar(&kernels);
+#ifdef LL_HAVE_AVX2
+    int avx2 = ll_cpu_has_avx2();
+    if (want && strcmp(want, "scalar") != 0 && strcmp(want, "avx2") != 0 && strcmp(want, "avx512") != 0)
+        fprintf(stderr, "llambda: LLAMBDA_ISA=%s unknown (scalar, avx2); using the best available\n", want);
+    if (want && strcmp(want, "scalar") == 0) return;
+    if (avx2) ll_kernels_avx2(&kernels);
+    else if (want && strcmp(want, "avx2") == 0) fprintf(stderr, "llambda: this CPU lacks AVX2; using scalar kernels\n");
+#else
+    (void)want;
+#endif
+}
+
+const ll_kernels *ll_kernels_get(void) {
+    pthread_once(&once, choose);
+    return &kernels;
+}
+
+int ll_vec_dot_type(int t) {
+    switch (t) {
+    case LLAMBDA_TYPE_F32: case LLAMBDA_TYPE_F16: case LLAMBDA_TYPE_BF16: return t;
+    case LLAMBDA_TYPE_Q4_0: case LLAMBDA_TYPE_Q5_0: case LLAMBDA_TYPE_Q8_0:
+    case LLAMBDA_TYPE_IQ4_NL: case LLAMBDA_TYPE_MXFP4: return LLAMBDA_TYPE_Q8_0;
+    case LLAMBDA_TYPE_Q4_1: case LLAMBDA_TYPE_Q5_1: return LLAMBDA_TYPE_Q8_1;
+    case LLAMBDA_TYPE_Q2_K: case LLAMBDA_TYPE_Q3_K: case LLAMBDA_TYPE_Q4_K: case LLAMBDA_TYPE_Q5_K:
+    case LLAMBDA_TYPE_Q6_K: case LLAMBDA_TYPE_IQ4_XS: return LLAMBDA_TYPE_Q8_K;
+    }
+    return -1;
+}

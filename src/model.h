@@ -1,0 +1,129 @@
+/* Model, context and architecture internals shared by model.c, context.c, ops/ and arch/. */
+#ifndef LLAMBDA_MODEL_H
+#define LLAMBDA_MODEL_H
+
+#include "internal.h"
+#include "threads.h"
+#include "tokenizer/vocab.h"
+#include <stdatomic.h>
+
+/* A weight bound from the file: rows of `cols` elements in its stored type. */
+typedef struct ll_weight {
+    const char *name;
+    int type;
+    int64_t cols, rows, n_mat;   /* n_mat > 1 for stacked (expert) tensors */
+    size_t row_bytes;
+    const uint8_t *data;
+} ll_weight;
+
+#define LL_MAX_LAYERS 512
+
+typedef struct ll_layer {
+    ll_weight attn_norm;               /* [n_embd] */
+    ll_weight wq, wk, wv, wo;          /* [n_embd, H*D] [n_embd, Hkv*D] x2, [H*D, n_embd] */
+    ll_weight bq, bk, bv, bo;          /* optional biases */
+    ll_weight ffn_norm;                /* [n_embd] */
+    ll_weight w_gate, w_up, w_down;    /* [n_embd, F] x2, [F, n_embd] */
+} ll_layer;
+
+enum { LL_ROPE_NORM = 0, LL_ROPE_NEOX = 2 };
+
+typedef struct ll_hparams {
+    int n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_vocab, n_ctx_train, n_rot;
+    float eps, rope_base, rope_freq_scale, rope_attn_factor;
+    int rope_type;
+} ll_hparams;
+
+struct llambda_context;
+typedef struct ll_batch ll_batch;
+
+typedef struct ll_arch {
+    const char *name;
+    llambda_status (*load)(llambda_model *m);
+    /* Run n tokens at positions pos..pos+n-1; write logits for rows flagged in want. */
+    llambda_status (*forward)(struct llambda_context *c, const int32_t *tokens, int n, int pos,
+                              float *logits, const uint8_t *want);
+} ll_arch;
+
+struct llambda_model {
+    llambda_gguf *gguf;
+    const ll_arch *arch;
+    ll_hparams hp;
+    char name[128];
+    ll_weight tok_embd, output_norm, output, output_bias;
+    const float *rope_freqs;           /* [n_rot/2] or NULL */
+    ll_layer layers[LL_MAX_LAYERS];
+    ll_vocab vocab;
+    int n_threads;
+    int64_t n_params;
+    uint64_t weight_bytes;
+};
+
+/* ---------------------------------------------------------------- loading helpers (model.c) */
+
+/* ARCH.<suffix> as an unsigned count; per-layer arrays must be uniform. */
+llambda_status ll_hp_u32(llambda_model *m, const char *suffix, int required, int def, int *out);
+llambda_status ll_hp_f32(llambda_model *m, const char *suffix, int required, float def, float *out);
+/* Bind a tensor: shape [ne0, ne1] (ne1 = 0 for 1-D), a type that can be computed with. */
+llambda_status ll_bind(llambda_model *m, ll_weight *w, int required, int64_t ne0, int64_t ne1, const char *fmt, ...) LL_PRINTF(6, 7);
+/* Bind the shared dense-model globals: token_embd, output_norm, output (tied when absent). */
+llambda_status ll_bind_dense_globals(llambda_model *m);
+/* Common attention hparams (head counts, dims, eps, rope base/scaling). */
+llambda_status ll_load_attention_hparams(llambda_model *m);
+
+/* ---------------------------------------------------------------- the context */
+
+typedef struct ll_kv_cache {
+    int type;                  /* LLAMBDA_KV_F16 / F32 */
+    int n_ctx, width;          /* cells, elements per cell (Hkv*D) */
+    uint8_t **k, **v;          /* per layer [n_ctx][width] */
+} ll_kv_cache;
+
+typedef struct ll_sampler {
+    llambda_sampler_params p;
+    uint64_t rng[4];           /* xoshiro256** state */
+    int32_t *history;          /* ring of the last repeat_last_n tokens */
+    int hist_cap, hist_len, hist_pos;
+    struct ll_cand { float logit; int32_t id; } *cand;  /* n_vocab candidates */
+    int *counts;               /* n_vocab, for penalties */
+} ll_sampler;
+
+struct llambda_context {
+    llambda_model *m;
+    llambda_context_params p;
+    int n_ctx, n_batch, pos;
+    ll_kv_cache kv;
+    ll_pool *pool;
+    atomic_int busy;
+    /* scratch, sized at creation for n_batch tokens */
+    float *x, *xb, *xb2, *q, *k, *v, *att, *hb, *hb2;
+    float *rope_cs;            /* [n_batch][n_rot/2][2] */
+    float *scores;             /* per-thread attention scratch, scores_stride floats each */
+    size_t scores_stride;
+    uint8_t *qbuf;             /* quantized activations, n_batch rows of the widest input */
+    size_t qbuf_row;
+    uint8_t *want;             /* [n_batch] logits flags */
+    float *logits;             /* [n_ctx or 1][n_vocab] */
+    int n_logits_rows, logits_first;  /* rows held; position of row 0 relative to last eval */
+    int last_eval_n;
+    ll_sampler smp;
+};
+
+/* ---------------------------------------------------------------- ops (src/ops) */
+
+/* y[t][r] = W[r] · x[t] (+ bias) for t < n_tok; activations converted as the type wants. */
+void ll_matmul(struct llambda_context *c, const ll_weight *w, const float *x, int n_tok, float *y);
+void ll_add_bias(float *y, const ll_weight *b, int n_tok);
+void ll_rms_norm(float *y, const float *x, const ll_weight *w, int n, float eps);
+void ll_embed(const ll_weight *emb, int32_t tok, float *out);
+void ll_rope_cache(struct llambda_context *c, int n_tok, int pos0);
+void ll_rope(struct llambda_context *c, float *x, int n_tok, int n_heads, int stride);
+void ll_kv_store(struct llambda_context *c, int layer, const float *k, const float *v, int n_tok, int pos0);
+/* Causal GQA attention for n_tok queries at pos0..; out [n_tok][H*D]. */
+void ll_attention(struct llambda_context *c, int layer, const float *q, int n_tok, int pos0, float *out);
+void ll_swiglu(float *g, const float *u, int64_t n);
+void ll_add(float *y, const float *x, int64_t n);
+/* final norm + LM head for flagged rows; logits rows packed in order */
+void ll_output_head(struct llambda_context *c, int n, float *logits, const uint8_t *want);
+
+#endif

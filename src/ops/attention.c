@@ -1,0 +1,110 @@
+/* KV cache writes and causal grouped-query attention. K and V are stored (f16 by
+ * default, rounded after RoPE) before attention runs, so a token attends to its own
+ * rounded K/V, as in llama.cpp. Each (token, head) is computed by one thread in one
+ * fixed order, so the result does not depend on batch size or thread count. */
+#include "../model.h"
+
+void ll_kv_store(struct llambda_context *c, int layer, const float *k, const float *v, int n_tok, int pos0) {
+    ll_kv_cache *kv = &c->kv;
+    int W = kv->width;
+    for (int t = 0; t < n_tok; t++) {
+        size_t cell = (size_t)(pos0 + t);
+        if (kv->type == LLAMBDA_KV_F16) {
+            uint16_t *kd = (uint16_t *)kv->k[layer] + cell * (size_t)W, *vd = (uint16_t *)kv->v[layer] + cell * (size_t)W;
+            for (int i = 0; i < W; i++) { kd[i] = ll_fp32_to_fp16(k[(size_t)t * W + i]); vd[i] = ll_fp32_to_fp16(v[(size_t)t * W + i]); }
+        } else {
+            memcpy((float *)kv->k[layer] + cell * (size_t)W, k + (size_t)t * W, (size_t)W * 4);
+            memcpy((float *)kv->v[layer] + cell * (size_t)W, v + (size_t)t * W, (size_t)W * 4);
+        }
+    }
+}
+
+typedef struct attn_job {
+    struct llambda_context *c;
+    int layer, n_tok, pos0;
+    const float *q;
+    float *out;
+} attn_job;
+
+/* q·k over f16 vectors as llama.cpp's f16 dot: four accumulators of 8 f32 lanes fed by
+ * fused multiply-adds over 32-element steps, reduced pairwise, remainder in double. */
+static float dot_f16_f16(const uint16_t *a, const uint16_t *b, int n) {
+    float acc[4][8] = {{0}};
+    int i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 8; l++)
+                acc[j][l] = fmaf(LL_FP16(a[i + 8 * j + l]), LL_FP16(b[i + 8 * j + l]), acc[j][l]);
+    for (int l = 0; l < 8; l++) { acc[0][l] += acc[2][l]; acc[1][l] += acc[3][l]; }
+    for (int l = 0; l < 8; l++) acc[0][l] += acc[1][l];
+    float t[4];
+    for (int l = 0; l < 4; l++) t[l] = acc[0][l] + acc[0][l + 4];
+    double sum = (double)((t[0] + t[1]) + (t[2] + t[3]));
+    for (; i < n; i++) sum += (double)(LL_FP16(a[i]) * LL_FP16(b[i]));
+    return (float)sum;
+}
+
+/* One query head against cells 0..n_cells-1, online softmax. With an f16 cache this
+ * follows llama.cpp's single-chunk flash attention: Q rounded to f16, the V accumulator
+ * kept in f16 (rescaled on a new maximum), divided by the f32 sum at the end. */
+static void attend_f16(const float *q, const uint16_t *K, const uint16_t *V, int W, int g, int D, int n_cells,
+                       float scale, uint16_t *q16, uint16_t *acc16, float *o) {
+    for (int i = 0; i < D; i++) { q16[i] = ll_fp32_to_fp16(q[i]); acc16[i] = 0; }
+    float M = -INFINITY, S = 0;
+    for (int cell = 0; cell < n_cells; cell++) {
+        const uint16_t *k = K + (size_t)cell * W + (size_t)g * D, *v = V + (size_t)cell * W + (size_t)g * D;
+        float s = dot_f16_f16(q16, k, D) * scale, ms = 1.0f, vs = 1.0f;
+        if (s > M) {
+            float Mold = M;
+            M = s;
+            ms = expf(Mold - M);
+            for (int i = 0; i < D; i++) acc16[i] = ll_fp32_to_fp16(LL_FP16(acc16[i]) * ms);
+        } else vs = expf(s - M);
+        for (int i = 0; i < D; i++) acc16[i] = ll_fp32_to_fp16(fmaf(LL_FP16(v[i]), vs, LL_FP16(acc16[i])));
+        S = S * ms + vs;
+    }
+    float inv = S == 0 ? 0 : 1.0f / S;
+    for (int i = 0; i < D; i++) o[i] = LL_FP16(acc16[i]) * inv;
+}
+
+static void attend_f32(const float *q, const float *K, const float *V, int W, int g, int D, int n_cells, float scale, float *o) {
+    float M = -INFINITY, S = 0;
+    memset(o, 0, (size_t)D * sizeof *o);
+    for (int cell = 0; cell < n_cells; cell++) {
+        const float *k = K + (size_t)cell * W + (size_t)g * D, *v = V + (size_t)cell * W + (size_t)g * D;
+        float s = 0, ms = 1.0f, vs = 1.0f;
+        for (int i = 0; i < D; i++) s += q[i] * k[i];
+        s *= scale;
+        if (s > M) { float Mold = M; M = s; ms = expf(Mold - M); for (int i = 0; i < D; i++) o[i] *= ms; }
+        else vs = expf(s - M);
+        for (int i = 0; i < D; i++) o[i] += v[i] * vs;
+        S = S * ms + vs;
+    }
+    float inv = S == 0 ? 0 : 1.0f / S;
+    for (int i = 0; i < D; i++) o[i] *= inv;
+}
+
+static void attn_task(void *arg, int ith, int nth) {
+    attn_job *j = arg;
+    struct llambda_context *c = j->c;
+    const ll_hparams *h = &c->m->hp;
+    int H = h->n_head, D = h->head_dim, G = h->n_head / h->n_head_kv, W = c->kv.width;
+    float scale = 1.0f / sqrtf((float)D);
+    /* per-thread scratch: q16 and the f16 accumulator */
+    uint16_t *q16 = (uint16_t *)(c->scores + (size_t)ith * (size_t)c->scores_stride), *acc16 = q16 + D;
+    int total = j->n_tok * H;
+    for (int idx = ith; idx < total; idx += nth) {
+        int t = idx / H, hd = idx % H, g = hd / G, n_cells = j->pos0 + t + 1;
+        const float *q = j->q + (size_t)t * (size_t)(H * D) + (size_t)hd * D;
+        float *o = j->out + (size_t)t * (size_t)(H * D) + (size_t)hd * D;
+        if (c->kv.type == LLAMBDA_KV_F16)
+            attend_f16(q, (const uint16_t *)c->kv.k[j->layer], (const uint16_t *)c->kv.v[j->layer], W, g, D, n_cells, scale, q16, acc16, o);
+        else
+            attend_f32(q, (const float *)c->kv.k[j->layer], (const float *)c->kv.v[j->layer], W, g, D, n_cells, scale, o);
+    }
+}
+
+void ll_attention(struct llambda_context *c, int layer, const float *q, int n_tok, int pos0, float *out) {
+    attn_job j = {c, layer, n_tok, pos0, q, out};
+    ll_pool_run(c->pool, attn_task, &j);
+}

@@ -1,0 +1,53 @@
+/* The matmul seam: every weight product in every architecture goes through here.
+ * Activations are converted once per token to the weight type's vec_dot_type (as
+ * llama.cpp does, so the numerics match); output rows are split across threads. Each
+ * output element is one vec_dot call whatever the thread count or batch size, so the
+ * results are bitwise independent of both. */
+#include "../model.h"
+
+typedef struct matmul_job {
+    const ll_weight *w;
+    const uint8_t *xq;
+    size_t xq_row;
+    int n_tok;
+    float *y;
+    ll_vec_dot_fn dot;
+} matmul_job;
+
+#define ROW_TILE 8
+
+static void matmul_task(void *arg, int ith, int nth) {
+    const matmul_job *j = arg;
+    int64_t rows = j->w->rows;
+    int64_t n_tiles = (rows + ROW_TILE - 1) / ROW_TILE;
+    int64_t t0 = n_tiles * ith / nth, t1 = n_tiles * (ith + 1) / nth;
+    for (int64_t tile = t0; tile < t1; tile++) {
+        int64_t r0 = tile * ROW_TILE, r1 = r0 + ROW_TILE < rows ? r0 + ROW_TILE : rows;
+        for (int t = 0; t < j->n_tok; t++) {
+            const uint8_t *xq = j->xq + (size_t)t * j->xq_row;
+            float *yt = j->y + (size_t)t * (size_t)rows;
+            for (int64_t r = r0; r < r1; r++)
+                j->dot(j->w->cols, &yt[r], j->w->data + (size_t)r * j->w->row_bytes, xq);
+        }
+    }
+}
+
+void ll_matmul(struct llambda_context *c, const ll_weight *w, const float *x, int n_tok, float *y) {
+    const ll_kernels *k = ll_kernels_get();
+    int vdt = ll_vec_dot_type(w->type);
+    size_t xq_row = (size_t)llambda_type_row_bytes(vdt, w->cols);
+    for (int t = 0; t < n_tok; t++) k->from_float[vdt](x + (size_t)t * (size_t)w->cols, c->qbuf + (size_t)t * xq_row, w->cols);
+    matmul_job j = {w, c->qbuf, xq_row, n_tok, y, k->vec_dot[w->type]};
+    ll_pool_run(c->pool, matmul_task, &j);
+}
+
+void ll_add_bias(float *y, const ll_weight *b, int n_tok) {
+    if (!b->data) return;
+    const float *bias = (const float *)b->data;
+    for (int t = 0; t < n_tok; t++)
+        for (int64_t i = 0; i < b->cols; i++) y[(size_t)t * (size_t)b->cols + (size_t)i] += bias[i];
+}
+
+void ll_embed(const ll_weight *emb, int32_t tok, float *out) {
+    llambda_type_get(emb->type)->dequantize_row(emb->data + (size_t)tok * emb->row_bytes, out, emb->cols);
+}

@@ -1,0 +1,62 @@
+/* The OS layer: file mapping, CPU count, clock. A Windows twin would sit beside it. */
+#define _POSIX_C_SOURCE 200809L
+#include "internal.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+llambda_status ll_map_file(const char *path, int use_mmap, ll_mapping *m) {
+    memset(m, 0, sizeof *m);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return ll_error(LLAMBDA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return ll_error(LLAMBDA_ERR_IO, "%s: not a regular file", path);
+    }
+    size_t size = (size_t)st.st_size;
+    if (size == 0) { close(fd); return ll_error(LLAMBDA_ERR_FORMAT, "%s: empty file", path); }
+    if (use_mmap) {
+        void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+        close(fd);
+        if (p == MAP_FAILED) return ll_error(LLAMBDA_ERR_IO, "%s: mmap failed: %s", path, strerror(errno));
+        m->addr = p; m->size = size; m->owned_heap = 0;
+        return LLAMBDA_OK;
+    }
+    void *buf = malloc(size);
+    if (!buf) { close(fd); return ll_error(LLAMBDA_ERR_NOMEM, "%s: cannot allocate %zu bytes", path, size); }
+    size_t got = 0;
+    while (got < size) {
+        ssize_t r = read(fd, (char *)buf + got, size - got);
+        if (r <= 0) {
+            if (r < 0 && errno == EINTR) continue;
+            free(buf); close(fd);
+            return ll_error(LLAMBDA_ERR_IO, "%s: read failed at byte %zu", path, got);
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    m->addr = buf; m->size = size; m->owned_heap = 1;
+    return LLAMBDA_OK;
+}
+
+void ll_unmap(ll_mapping *m) {
+    if (!m->addr) return;
+    if (m->owned_heap) free(m->addr); else munmap(m->addr, m->size);
+    m->addr = NULL;
+}
+
+int ll_n_cpus(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+double ll_time_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}

@@ -1,0 +1,241 @@
+/* Sampling in place over a preallocated candidate array (llama.cpp's default chain):
+ * penalties -> top-k -> top-p -> min-p -> temperature -> draw. And the generate loop. */
+#include "model.h"
+#include <stdlib.h>
+
+int ll_enter(llambda_context *c);
+void ll_leave(llambda_context *c);
+llambda_status ll_eval(llambda_context *c, const int32_t *tokens, int n);
+
+/* ------------------------------------------------------------------ RNG: xoshiro256** */
+
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static uint64_t rng_next(uint64_t *s) {
+    uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3]; s[2] ^= t; s[3] = rotl(s[3], 45);
+    return r;
+}
+static double rng_uniform(uint64_t *s) { return (double)(rng_next(s) >> 11) * 0x1.0p-53; }
+
+static void seed_rng(ll_sampler *s) {
+    uint64_t x = s->p.seed;
+    for (int i = 0; i < 4; i++) s->rng[i] = splitmix64(&x);
+}
+
+llambda_status ll_sampler_init(ll_sampler *s, int n_vocab, const llambda_sampler_params *p) {
+    memset(s, 0, sizeof *s);
+    s->cand = malloc((size_t)n_vocab * sizeof *s->cand);
+    s->counts = calloc((size_t)n_vocab, sizeof *s->counts);
+    if (!s->cand || !s->counts) return LLAMBDA_ERR_NOMEM;
+    s->p = *p;
+    s->hist_cap = p->repeat_last_n > 0 ? p->repeat_last_n : 0;
+    if (s->hist_cap && !(s->history = malloc((size_t)s->hist_cap * sizeof *s->history))) return LLAMBDA_ERR_NOMEM;
+    seed_rng(s);
+    return LLAMBDA_OK;
+}
+
+void ll_sampler_free(ll_sampler *s) { free(s->cand); free(s->counts); free(s->history); }
+
+void ll_sampler_reset(ll_sampler *s) {
+    for (int i = 0; i < s->hist_len; i++) s->counts[s->history[i]] = 0;
+    s->hist_len = s->hist_pos = 0;
+    seed_rng(s);
+}
+
+static void sampler_accept(ll_sampler *s, int32_t tok) {
+    if (!s->hist_cap) return;
+    if (s->hist_len == s->hist_cap) s->counts[s->history[s->hist_pos]]--;
+    else s->hist_len++;
+    s->history[s->hist_pos] = tok;
+    s->counts[tok]++;
+    s->hist_pos = (s->hist_pos + 1) % s->hist_cap;
+}
+
+void llambda_context_set_sampler(llambda_context *c, const llambda_sampler_params *p) {
+    ll_sampler *s = &c->smp;
+    for (int i = 0; i < s->hist_len; i++) s->counts[s->history[i]] = 0;
+    int cap = p->repeat_last_n > 0 ? p->repeat_last_n : 0;
+    if (cap > s->hist_cap) {
+        int32_t *h = realloc(s->history, (size_t)cap * sizeof *h);
+        if (!h) cap = s->hist_cap; else s->history = h;
+    }
+    s->p = *p;
+    s->hist_cap = cap;
+    s->hist_len = s->hist_pos = 0;
+    seed_rng(s);
+}
+
+void llambda_sampler_accept(llambda_context *c, const int32_t *tokens, int n) {
+    for (int i = 0; i < n; i++)
+        if (tokens[i] >= 0 && tokens[i] < c->m->hp.n_vocab) sampler_accept(&c->smp, tokens[i]);
+}
+
+/* ------------------------------------------------------------------ the chain */
+
+typedef struct ll_cand cand;
+
+static int cand_desc(const void *a, const void *b) {
+    const cand *x = a, *y = b;
+    if (x->logit != y->logit) return x->logit > y->logit ? -1 : 1;
+    return x->id - y->id;
+}
+
+/* Move the k best to the front (quickselect), then sort them. */
+static void top_k(cand *c, int n, int k) {
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        cand pivot = c[(lo + hi) / 2];
+        int i = lo, j = hi;
+        while (i <= j) {
+            while (cand_desc(&c[i], &pivot) < 0) i++;
+            while (cand_desc(&c[j], &pivot) > 0) j--;
+            if (i <= j) { cand t = c[i]; c[i] = c[j]; c[j] = t; i++; j--; }
+        }
+        if (k - 1 <= j) hi = j; else if (k - 1 >= i) lo = i; else break;
+    }
+    qsort(c, (size_t)k, sizeof *c, cand_desc);
+}
+
+int32_t ll_sample_logits(ll_sampler *s, const float *logits, int n_vocab) {
+    const llambda_sampler_params *p = &s->p;
+    cand *c = s->cand;
+    int n = n_vocab, sorted = 0;
+    for (int i = 0; i < n; i++) { c[i].logit = logits[i]; c[i].id = i; }
+    /* penalties over the recent history */
+    if (s->hist_len && (p->repeat_penalty != 1.0f || p->frequency_penalty != 0 || p->presence_penalty != 0)) {
+        for (int i = 0; i < n; i++) {
+            int cnt = s->counts[i];
+            if (!cnt) continue;
+            if (c[i].logit <= 0) c[i].logit *= p->repeat_penalty; else c[i].logit /= p->repeat_penalty;
+            c[i].logit -= (float)cnt * p->frequency_penalty + p->presence_penalty;
+        }
+    }
+    if (p->temperature <= 0) {
+        int best = 0;
+        for (int i = 1; i < n; i++) if (c[i].logit > c[best].logit) best = i;
+        return c[best].id;
+    }
+    if (p->top_k > 0 && p->top_k < n) { top_k(c, n, p->top_k); n = p->top_k; sorted = 1; }
+    if (p->top_p < 1.0f) {
+        if (!sorted) { qsort(c, (size_t)n, sizeof *c, cand_desc); sorted = 1; }
+        float mx = c[0].logit, sum = 0;
+        for (int i = 0; i < n; i++) sum += expf(c[i].logit - mx);
+        float cum = 0;
+        for (int i = 0; i < n; i++) {
+            cum += expf(c[i].logit - mx) / sum;
+            if (cum >= p->top_p) { n = i + 1; break; }
+        }
+    }
+    if (p->min_p > 0) {
+        float mx = -INFINITY;
+        for (int i = 0; i < n; i++) if (c[i].logit > mx) mx = c[i].logit;
+        float thr = mx + logf(p->min_p);
+        int k = 0;
+        for (int i = 0; i < n; i++) if (c[i].logit >= thr) c[k++] = c[i];
+        n = k > 0 ? k : 1;
+    }
+    float mx = -INFINITY;
+    for (int i = 0; i < n; i++) { c[i].logit /= p->temperature; if (c[i].logit > mx) mx = c[i].logit; }
+    double total = 0;
+    for (int i = 0; i < n; i++) total += (double)expf(c[i].logit - mx);
+    double u = rng_uniform(s->rng) * total, run = 0;
+    for (int i = 0; i < n; i++) {
+        run += (double)expf(c[i].logit - mx);
+        if (run >= u) return c[i].id;
+    }
+    return c[n - 1].id;
+}
+
+int32_t llambda_sample(llambda_context *c) {
+    if (ll_enter(c)) return -1;
+    const float *lg = llambda_get_logits(c, -1);
+    int32_t t = -1;
+    if (!lg) ll_error(LLAMBDA_ERR_ARG, "sample: no logits (evaluate tokens first)");
+    else { t = ll_sample_logits(&c->smp, lg, c->m->hp.n_vocab); sampler_accept(&c->smp, t); }
+    ll_leave(c);
+    return t;
+}
+
+/* ------------------------------------------------------------------ generate */
+
+#define STOP_MAX 256
+#define HOLD_MAX (STOP_MAX + 300)
+
+/* Length of the longest suffix of s[0..n) that is a proper prefix of a stop string. */
+static int partial_stop(const char *s, int n, const char *const *stop, int n_stop) {
+    int best = 0;
+    for (int i = 0; i < n_stop; i++) {
+        int sl = (int)strlen(stop[i]);
+        for (int k = sl - 1 < n ? sl - 1 : n; k > best; k--)
+            if (!memcmp(s + n - k, stop[i], (size_t)k)) { best = k; break; }
+    }
+    return best;
+}
+
+llambda_status llambda_generate(llambda_context *c, const int32_t *prompt, int n_prompt, int n_predict,
+                                const char *const *stop, int n_stop, llambda_token_cb cb, void *user,
+                                llambda_generate_result *res) {
+    llambda_generate_result r = {0};
+    for (int i = 0; i < n_stop; i++)
+        if (!stop[i] || !*stop[i] || strlen(stop[i]) > STOP_MAX) return ll_error(LLAMBDA_ERR_ARG, "generate: stop strings must be 1..%d bytes", STOP_MAX);
+    if (ll_enter(c)) return LLAMBDA_ERR_BUSY;
+    llambda_status st = LLAMBDA_OK;
+    double t0 = ll_time_seconds();
+    r.n_prompt = n_prompt;
+    if (n_prompt > 0) {
+        st = ll_eval(c, prompt, n_prompt);
+        if (st) { ll_leave(c); return st; }
+        llambda_sampler_accept(c, prompt, n_prompt);
+    } else if (!llambda_get_logits(c, -1)) {
+        ll_leave(c);
+        return ll_error(LLAMBDA_ERR_ARG, "generate: empty prompt and no previous logits");
+    }
+    double t1 = ll_time_seconds();
+    r.prompt_seconds = t1 - t0;
+    char hold[HOLD_MAX + 8];
+    int n_hold = 0;
+    llambda_detok_stream ds = {0};
+    r.stop_reason = 1;
+    for (int i = 0; n_predict < 0 || i < n_predict; i++) {
+        const float *lg = llambda_get_logits(c, -1);
+        int32_t tok = ll_sample_logits(&c->smp, lg, c->m->hp.n_vocab);
+        sampler_accept(&c->smp, tok);
+        if (llambda_token_is_eog(c->m, tok)) { r.stop_reason = 0; break; }
+        r.n_generated++;
+        char piece[300];
+        int k = llambda_detok_stream_push(c->m, &ds, tok, piece, sizeof piece);
+        memcpy(hold + n_hold, piece, (size_t)k);
+        n_hold += k;
+        int stop_at = -1;
+        for (int s = 0; s < n_stop && stop_at < 0; s++) {
+            char *hit = memmem(hold, (size_t)n_hold, stop[s], strlen(stop[s]));
+            if (hit) stop_at = (int)(hit - hold);
+        }
+        int emit = stop_at >= 0 ? stop_at : n_hold - partial_stop(hold, n_hold, stop, n_stop);
+        int keep_going = 1;
+        if (emit > 0 || stop_at < 0) {
+            char save = hold[emit];
+            hold[emit] = 0;
+            if (cb && !cb(tok, hold, emit, user)) keep_going = 0;
+            hold[emit] = save;
+            memmove(hold, hold + emit, (size_t)(n_hold - emit));
+            n_hold -= emit;
+        }
+        if (stop_at >= 0) { r.stop_reason = 3; break; }
+        if (!keep_going) { r.stop_reason = 2; break; }
+        if (n_predict >= 0 && i + 1 >= n_predict) break;
+        if (c->pos >= c->n_ctx) { r.stop_reason = 4; break; }
+        st = ll_eval(c, &tok, 1);
+        if (st) break;
+    }
+    r.gen_seconds = ll_time_seconds() - t1;
+    ll_leave(c);
+    if (res) *res = r;
+    return st;
+}

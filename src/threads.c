@@ -1,0 +1,93 @@
+/* Thread pool. A job is published by bumping `generation`; workers spin on it for a
+ * short while (cheap back-to-back matmuls), then wait on a condition variable. The
+ * caller works as thread 0 and waits for the `pending` count to reach zero. */
+#include "threads.h"
+#include "internal.h"
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sched.h>
+
+#define SPIN_ITERS 20000
+
+struct ll_pool {
+    int n;
+    pthread_t *threads;
+    pthread_mutex_t mu;
+    pthread_cond_t wake;
+    atomic_uint generation;
+    atomic_int pending;
+    atomic_int stop;
+    ll_task_fn fn;
+    void *arg;
+};
+
+typedef struct { ll_pool *p; int ith; } worker_arg;
+
+static void *worker(void *a) {
+    worker_arg *wa = a;
+    ll_pool *p = wa->p;
+    int ith = wa->ith;
+    free(wa);
+    unsigned seen = 0;
+    for (;;) {
+        unsigned g;
+        int spins = 0;
+        while ((g = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen && !atomic_load(&p->stop)) {
+            if (++spins < SPIN_ITERS) continue;
+            pthread_mutex_lock(&p->mu);
+            while (atomic_load(&p->generation) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->wake, &p->mu);
+            pthread_mutex_unlock(&p->mu);
+        }
+        if (atomic_load(&p->stop)) return NULL;
+        seen = g;
+        p->fn(p->arg, ith, p->n);
+        atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel);
+    }
+}
+
+ll_pool *ll_pool_create(int n) {
+    if (n < 1) n = 1;
+    ll_pool *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->n = n;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->wake, NULL);
+    p->threads = calloc((size_t)n, sizeof *p->threads);
+    if (!p->threads) { free(p); return NULL; }
+    for (int i = 1; i < n; i++) {
+        worker_arg *wa = malloc(sizeof *wa);
+        if (!wa) { p->n = i; break; }
+        wa->p = p; wa->ith = i;
+        if (pthread_create(&p->threads[i], NULL, worker, wa) != 0) { free(wa); p->n = i; break; }
+    }
+    return p;
+}
+
+int ll_pool_size(const ll_pool *p) { return p->n; }
+
+void ll_pool_run(ll_pool *p, ll_task_fn fn, void *arg) {
+    if (p->n == 1) { fn(arg, 0, 1); return; }
+    p->fn = fn;
+    p->arg = arg;
+    atomic_store(&p->pending, p->n - 1);
+    pthread_mutex_lock(&p->mu);
+    atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+    fn(arg, 0, p->n);
+    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) sched_yield();
+}
+
+void ll_pool_free(ll_pool *p) {
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    atomic_store(&p->stop, 1);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 1; i < p->n; i++) pthread_join(p->threads[i], NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->wake);
+    free(p->threads);
+    free(p);
+}

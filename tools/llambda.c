@@ -1,0 +1,32 @@
+/* llambda command line: dispatches to the subcommands. */
+#include "cli.h"
+#include <stdio.h>
+#include <string.h>
+
+static void usage(void) {
+    fprintf(stderr,
+        "llambda " LLAMBDA_VERSION " — LLM inference from GGUF files\n\n"
+        "usage: llambda COMMAND [options]\n\n"
+        "  run      [-m MODEL] [-p PROMPT] [-n N] ...   generate text (default model: models/stories260K.gguf)\n"
+        "  chat     -m MODEL [--system TEXT]            interactive multi-turn chat\n"
+        "  eval     -m MODEL (--tokens 1,2|-p TEXT) [-n N] --logits-out FILE\n"
+        "  tokenize -m MODEL -p TEXT [--no-bos]\n"
+        "  info     FILE                                GGUF header, metadata and tensors\n"
+        "  tensor   FILE NAME [-o OUT.f32]               dequantize one tensor\n\n"
+        "run 'llambda COMMAND --help' for a command's options.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) { usage(); return argc < 2 ? 2 : 0; }
+    const char *c = argv[1];
+    if (!strcmp(c, "info")) return cmd_info(argc - 1, argv + 1);
+    if (!strcmp(c, "tensor")) return cmd_tensor(argc - 1, argv + 1);
+    if (!strcmp(c, "run")) return cmd_run(argc - 1, argv + 1);
+    if (!strcmp(c, "chat")) return cmd_chat(argc - 1, argv + 1);
+    if (!strcmp(c, "eval")) return cmd_eval(argc - 1, argv + 1);
+    if (!strcmp(c, "tokenize")) return cmd_tokenize(argc - 1, argv + 1);
+    if (!strcmp(c, "--version")) { printf("llambda %s\n", LLAMBDA_VERSION); return 0; }
+    fprintf(stderr, "llambda: unknown command '%s'\n", c);
+    usage();
+    return 2;
+}
