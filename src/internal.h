@@ -109,6 +109,10 @@ void ll_kernels_avx2(ll_kernels *k);
 int ll_cpu_has_avx2(void);
 #endif
 
+/* The f16·f16 dot every ISA reproduces (scalar.c): used by attention too. */
+float ll_dot_f16_f16(const uint16_t *a, const uint16_t *b, int64_t n);
+float ll_reduce_4x16(float acc[4][16]);
+
 /* quantize helpers used by from_float */
 void ll_quantize_row_q8_0(const float *x, void *y, int64_t n);
 void ll_quantize_row_q8_1(const float *x, void *y, int64_t n);

@@ -121,7 +121,7 @@ void ll_rope(struct llambda_context *c, float *x, int n_tok, int n_heads, int st
 void ll_kv_store(struct llambda_context *c, int layer, const float *k, const float *v, int n_tok, int pos0);
 /* Causal GQA attention for n_tok queries at pos0..; out [n_tok][H*D]. */
 void ll_attention(struct llambda_context *c, int layer, const float *q, int n_tok, int pos0, float *out);
-void ll_swiglu(float *g, const float *u, int64_t n);
+void ll_swiglu(float *g, const float *u, int64_t n);   /* one row */
 void ll_add(float *y, const float *x, int64_t n);
 /* final norm + LM head for flagged rows; logits rows packed in order */
 void ll_output_head(struct llambda_context *c, int n, float *logits, const uint8_t *want);

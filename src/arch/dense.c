@@ -52,7 +52,7 @@ static void ffn_block(struct llambda_context *c, const ll_layer *L, int n) {
     for (int t = 0; t < n; t++) ll_rms_norm(c->xb + (size_t)t * d, c->x + (size_t)t * d, &L->ffn_norm, d, h->eps);
     ll_matmul(c, &L->w_gate, c->xb, n, c->hb);
     ll_matmul(c, &L->w_up, c->xb, n, c->hb2);
-    ll_swiglu(c->hb, c->hb2, (int64_t)n * h->n_ff);
+    for (int t = 0; t < n; t++) ll_swiglu(c->hb + (size_t)t * h->n_ff, c->hb2 + (size_t)t * h->n_ff, h->n_ff);
     ll_matmul(c, &L->w_down, c->hb, n, c->xb2);
     ll_add(c->x, c->xb2, (int64_t)n * d);
 }

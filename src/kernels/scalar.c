@@ -3,19 +3,50 @@
  * f32, so every output element has one fixed reduction order. */
 #include "../internal.h"
 
-static void dot_f32(int64_t n, float *s, const void *w, const void *x) {
-    const float *a = w, *b = x;
-    double acc = 0;
-    for (int64_t i = 0; i < n; i++) acc += (double)(a[i] * b[i]);
-    *s = (float)acc;
+/* The reduction order every ISA follows (llama.cpp's AVX2 layout): 8 f32 lanes, one
+ * fused multiply-add per lane per block, then hsum8 = ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)). */
+static float hsum8(const float *a) {
+    float r0 = a[0] + a[4], r1 = a[1] + a[5], r2 = a[2] + a[6], r3 = a[3] + a[7];
+    return (r0 + r2) + (r1 + r3);
 }
 
-static void dot_f16(int64_t n, float *s, const void *w, const void *x) {
-    const uint16_t *a = w, *b = x;
-    double acc = 0;
-    for (int64_t i = 0; i < n; i++) acc += (double)(LL_FP16(a[i]) * LL_FP16(b[i]));
-    *s = (float)acc;
+/* Float dots follow llama.cpp's AVX-512 layout (the build the reference logits came from):
+ * four accumulators of 16 lanes over 64-element steps, fused multiply-adds, reduced
+ * acc0+acc2, acc1+acc3, then acc0+acc1, then halves 16 -> 8 -> 4 and (0+2) + (1+3);
+ * a tail shorter than 64 is added in double. */
+float ll_reduce_4x16(float acc[4][16]) {
+    for (int l = 0; l < 16; l++) { acc[0][l] += acc[2][l]; acc[1][l] += acc[3][l]; }
+    for (int l = 0; l < 16; l++) acc[0][l] += acc[1][l];
+    float t3[8], t6[4];
+    for (int l = 0; l < 8; l++) t3[l] = acc[0][l + 8] + acc[0][l];
+    for (int l = 0; l < 4; l++) t6[l] = t3[l + 4] + t3[l];
+    return (t6[0] + t6[2]) + (t6[1] + t6[3]);
 }
+
+static void dot_f32(int64_t n, float *s, const void *w, const void *x) {
+    const float *a = w, *b = x;
+    float acc[4][16] = {{0}};
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 16; l++) acc[j][l] = fmaf(a[i + 16 * j + l], b[i + 16 * j + l], acc[j][l]);
+    double sum = ll_reduce_4x16(acc);
+    for (; i < n; i++) sum += (double)(a[i] * b[i]);
+    *s = (float)sum;
+}
+
+float ll_dot_f16_f16(const uint16_t *a, const uint16_t *b, int64_t n) {
+    float acc[4][16] = {{0}};
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 16; l++) acc[j][l] = fmaf(LL_FP16(a[i + 16 * j + l]), LL_FP16(b[i + 16 * j + l]), acc[j][l]);
+    double sum = ll_reduce_4x16(acc);
+    for (; i < n; i++) sum += (double)(LL_FP16(a[i]) * LL_FP16(b[i]));
+    return (float)sum;
+}
+
+static void dot_f16(int64_t n, float *s, const void *w, const void *x) { *s = ll_dot_f16_f16(w, x, n); }
 
 static void dot_bf16(int64_t n, float *s, const void *w, const void *x) {
     const uint16_t *a = w, *b = x;
@@ -24,16 +55,19 @@ static void dot_bf16(int64_t n, float *s, const void *w, const void *x) {
     *s = (float)acc;
 }
 
+/* Q4_0 and Q4_K follow llama.cpp's repacked (8 rows interleaved) kernels, which it uses
+ * for these types on x86: one exact integer sum per block and row, then
+ * acc = fma(isum, d_y·d_x, acc) (mins likewise, subtracted at the end). */
 static void dot_q4_0(int64_t n, float *s, const void *w, const void *x) {
     const block_q4_0 *a = w; const block_q8_0 *b = x;
-    float sum = 0;
+    float acc = 0;
     for (int64_t i = 0; i < n / 32; i++) {
         int isum = 0;
         for (int j = 0; j < 16; j++)
             isum += ((a[i].qs[j] & 0xF) - 8) * b[i].qs[j] + ((a[i].qs[j] >> 4) - 8) * b[i].qs[j + 16];
-        sum += (float)isum * (LL_FP16(a[i].d) * LL_FP16(b[i].d));
+        acc = fmaf((float)isum, LL_FP16(b[i].d) * LL_FP16(a[i].d), acc);
     }
-    *s = sum;
+    *s = acc;
 }
 
 static void dot_q4_1(int64_t n, float *s, const void *w, const void *x) {
@@ -82,13 +116,16 @@ static void dot_q5_1(int64_t n, float *s, const void *w, const void *x) {
 
 static void dot_q8_0(int64_t n, float *s, const void *w, const void *x) {
     const block_q8_0 *a = w; const block_q8_0 *b = x;
-    float sum = 0;
+    float acc[8] = {0};
     for (int64_t i = 0; i < n / 32; i++) {
-        int isum = 0;
-        for (int j = 0; j < 32; j++) isum += a[i].qs[j] * b[i].qs[j];
-        sum += (float)isum * (LL_FP16(a[i].d) * LL_FP16(b[i].d));
+        float d = LL_FP16(a[i].d) * LL_FP16(b[i].d);
+        for (int m = 0; m < 8; m++) {
+            int isum = 0;
+            for (int e = 4 * m; e < 4 * m + 4; e++) isum += a[i].qs[e] * b[i].qs[e];
+            acc[m] = fmaf(d, (float)isum, acc[m]);
+        }
     }
-    *s = sum;
+    *s = hsum8(acc);
 }
 
 static void dot_iq4_nl(int64_t n, float *s, const void *w, const void *x) {
@@ -161,9 +198,12 @@ static void dot_q3_K(int64_t n, float *s, const void *w, const void *x) {
     *s = sum;
 }
 
+/* K-quants: per 256-block, 8 int32 lanes (lane m = elements 4m..4m+3 of every 32-group,
+ * times that group's scale), one fused multiply-add per lane per block; the mins of
+ * Q4_K go through 4 lanes (pairs of sub-blocks), those of Q5_K through one scalar. */
 static void dot_q4_K(int64_t n, float *s, const void *w, const void *x) {
     const block_q4_K *a = w; const block_q8_K *b = x;
-    float sum = 0;
+    float acc = 0, accm = 0;
     for (int64_t i = 0; i < n / QK_K; i++) {
         int isum = 0, msum = 0;
         for (int sb = 0; sb < 8; sb++) {
@@ -172,58 +212,65 @@ static void dot_q4_K(int64_t n, float *s, const void *w, const void *x) {
             const uint8_t *q = a[i].qs + 32 * (sb / 2);
             const int8_t *y = b[i].qs + 32 * sb;
             int part = 0;
-            if (sb & 1) for (int l = 0; l < 32; l++) part += (q[l] >> 4) * y[l];
-            else for (int l = 0; l < 32; l++) part += (q[l] & 0xF) * y[l];
+            for (int l = 0; l < 32; l++) part += ((sb & 1) ? (q[l] >> 4) : (q[l] & 0xF)) * y[l];
             isum += sc * part;
             msum += m * (b[i].bsums[2 * sb] + b[i].bsums[2 * sb + 1]);
         }
-        sum += LL_FP16(a[i].d) * b[i].d * (float)isum - LL_FP16(a[i].dmin) * b[i].d * (float)msum;
+        acc = fmaf((float)isum, b[i].d * LL_FP16(a[i].d), acc);
+        accm = fmaf((float)msum, b[i].d * LL_FP16(a[i].dmin), accm);
     }
-    *s = sum;
+    *s = acc - accm;
 }
 
 static void dot_q5_K(int64_t n, float *s, const void *w, const void *x) {
     const block_q5_K *a = w; const block_q8_K *b = x;
-    float sum = 0;
+    float acc[8] = {0}, summs = 0;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        int isum = 0, msum = 0;
+        float d = b[i].d * LL_FP16(a[i].d), dmin = -b[i].d * LL_FP16(a[i].dmin);
+        int sumi[8] = {0}, msum = 0;
         for (int sb = 0; sb < 8; sb++) {
-            uint8_t sc, m;
-            ll_get_scale_min_k4(sb, a[i].scales, &sc, &m);
+            uint8_t sc, mn;
+            ll_get_scale_min_k4(sb, a[i].scales, &sc, &mn);
+            msum += mn * (b[i].bsums[2 * sb] + b[i].bsums[2 * sb + 1]);
             const uint8_t *q = a[i].qs + 32 * (sb / 2);
             const int8_t *y = b[i].qs + 32 * sb;
-            int part = 0;
-            for (int l = 0; l < 32; l++) {
-                int nib = (sb & 1) ? (q[l] >> 4) : (q[l] & 0xF);
-                part += (nib + 16 * ((a[i].qh[l] >> sb) & 1)) * y[l];
+            for (int m = 0; m < 8; m++) {
+                int part = 0;
+                for (int l = 4 * m; l < 4 * m + 4; l++) {
+                    int nib = (sb & 1) ? (q[l] >> 4) : (q[l] & 0xF);
+                    part += (nib + 16 * ((a[i].qh[l] >> sb) & 1)) * y[l];
+                }
+                sumi[m] += sc * part;
             }
-            isum += sc * part;
-            msum += m * (b[i].bsums[2 * sb] + b[i].bsums[2 * sb + 1]);
         }
-        sum += LL_FP16(a[i].d) * b[i].d * (float)isum - LL_FP16(a[i].dmin) * b[i].d * (float)msum;
+        summs = fmaf(dmin, (float)msum, summs);
+        for (int m = 0; m < 8; m++) acc[m] = fmaf(d, (float)sumi[m], acc[m]);
     }
-    *s = sum;
+    *s = hsum8(acc) + summs;
 }
 
 static void dot_q6_K(int64_t n, float *s, const void *w, const void *x) {
     const block_q6_K *a = w; const block_q8_K *b = x;
-    float sum = 0;
+    float acc[8] = {0};
     for (int64_t i = 0; i < n / QK_K; i++) {
-        int isum = 0;
-        for (int g = 0; g < 16; g++) {
-            int part = 0;
-            for (int k = 16 * g; k < 16 * g + 16; k++) {
-                int h = k / 128, t = (k % 128) / 32, l = k % 32;
-                uint8_t lb = a[i].ql[64 * h + l + 32 * (t & 1)];
-                int nib = t < 2 ? (lb & 0xF) : (lb >> 4);
-                int q = (nib | (((a[i].qh[32 * h + l] >> (2 * t)) & 3) << 4)) - 32;
-                part += q * b[i].qs[k];
+        float d = b[i].d * LL_FP16(a[i].d);
+        int sumi[8] = {0};
+        for (int grp = 0; grp < 8; grp++) {  /* 32-element groups: h = grp/4, t = grp%4 */
+            int h = grp / 4, t = grp % 4;
+            for (int m = 0; m < 8; m++) {
+                int part = 0;
+                for (int l = 4 * m; l < 4 * m + 4; l++) {
+                    uint8_t lb = a[i].ql[64 * h + l + 32 * (t & 1)];
+                    int nib = t < 2 ? (lb & 0xF) : (lb >> 4);
+                    int q = (nib | (((a[i].qh[32 * h + l] >> (2 * t)) & 3) << 4)) - 32;
+                    part += q * b[i].qs[128 * h + 32 * t + l];
+                }
+                sumi[m] += a[i].scales[8 * h + 2 * t + (m >= 4)] * part;
             }
-            isum += a[i].scales[g] * part;
         }
-        sum += LL_FP16(a[i].d) * b[i].d * (float)isum;
+        for (int m = 0; m < 8; m++) acc[m] = fmaf(d, (float)sumi[m], acc[m]);
     }
-    *s = sum;
+    *s = hsum8(acc);
 }
 
 static void dot_iq4_xs(int64_t n, float *s, const void *w, const void *x) {

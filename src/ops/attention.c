@@ -26,24 +26,6 @@ typedef struct attn_job {
     float *out;
 } attn_job;
 
-/* q·k over f16 vectors as llama.cpp's f16 dot: four accumulators of 8 f32 lanes fed by
- * fused multiply-adds over 32-element steps, reduced pairwise, remainder in double. */
-static float dot_f16_f16(const uint16_t *a, const uint16_t *b, int n) {
-    float acc[4][8] = {{0}};
-    int i = 0;
-    for (; i + 32 <= n; i += 32)
-        for (int j = 0; j < 4; j++)
-            for (int l = 0; l < 8; l++)
-                acc[j][l] = fmaf(LL_FP16(a[i + 8 * j + l]), LL_FP16(b[i + 8 * j + l]), acc[j][l]);
-    for (int l = 0; l < 8; l++) { acc[0][l] += acc[2][l]; acc[1][l] += acc[3][l]; }
-    for (int l = 0; l < 8; l++) acc[0][l] += acc[1][l];
-    float t[4];
-    for (int l = 0; l < 4; l++) t[l] = acc[0][l] + acc[0][l + 4];
-    double sum = (double)((t[0] + t[1]) + (t[2] + t[3]));
-    for (; i < n; i++) sum += (double)(LL_FP16(a[i]) * LL_FP16(b[i]));
-    return (float)sum;
-}
-
 /* One query head against cells 0..n_cells-1, online softmax. With an f16 cache this
  * follows llama.cpp's single-chunk flash attention: Q rounded to f16, the V accumulator
  * kept in f16 (rescaled on a new maximum), divided by the f32 sum at the end. */
@@ -53,7 +35,7 @@ static void attend_f16(const float *q, const uint16_t *K, const uint16_t *V, int
     float M = -INFINITY, S = 0;
     for (int cell = 0; cell < n_cells; cell++) {
         const uint16_t *k = K + (size_t)cell * W + (size_t)g * D, *v = V + (size_t)cell * W + (size_t)g * D;
-        float s = dot_f16_f16(q16, k, D) * scale, ms = 1.0f, vs = 1.0f;
+        float s = ll_dot_f16_f16(q16, k, D) * scale, ms = 1.0f, vs = 1.0f;
         if (s > M) {
             float Mold = M;
             M = s;
@@ -61,7 +43,7 @@ static void attend_f16(const float *q, const uint16_t *K, const uint16_t *V, int
             for (int i = 0; i < D; i++) acc16[i] = ll_fp32_to_fp16(LL_FP16(acc16[i]) * ms);
         } else vs = expf(s - M);
         for (int i = 0; i < D; i++) acc16[i] = ll_fp32_to_fp16(fmaf(LL_FP16(v[i]), vs, LL_FP16(acc16[i])));
-        S = S * ms + vs;
+        S = fmaf(S, ms, vs);
     }
     float inv = S == 0 ? 0 : 1.0f / S;
     for (int i = 0; i < D; i++) o[i] = LL_FP16(acc16[i]) * inv;

@@ -11,9 +11,27 @@ void ll_rms_norm(float *y, const float *x, const ll_weight *w, int n, float eps)
     for (int i = 0; i < n; i++) y[i] = (x[i] * scale) * wt[i];
 }
 
-/* g = silu(g) ⊙ u */
+/* exp(x) as llama.cpp's AVX-512 SiLU computes it, so FFN activations round the same way:
+ * n = round(x·log2 e) through the 1.5·2^23 shift, b = x − n·ln2 in two parts, a degree-5
+ * polynomial for e^b, then an exact scaling by 2^n (scalef). */
+static float exp_simd(float x) {
+    const float shift = 0x1.8p23f;
+    float z = fmaf(x, 0x1.715476p+0f, shift);
+    float n = z - shift;
+    float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
+    float u = b * b;
+    float hi = fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f));
+    float j = fmaf(hi, u, fmaf(0x1.ffffecp-1f, b, 1.0f));
+    if (fabsf(n) > 192) return n > 0 ? INFINITY : 0.0f;
+    return ldexpf(j, (int)n);
+}
+
+/* g = silu(g) ⊙ u over one row: vector lanes in groups of 16, the tail with libm expf,
+ * exactly as llama.cpp's AVX-512 build splits it. */
 void ll_swiglu(float *g, const float *u, int64_t n) {
-    for (int64_t i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+    int64_t body = n - n % 16;
+    for (int64_t i = 0; i < body; i++) g[i] = g[i] / (1.0f + exp_simd(-g[i])) * u[i];
+    for (int64_t i = body; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
 void ll_add(float *y, const float *x, int64_t n) {

@@ -31,8 +31,9 @@ void ll_rope(struct llambda_context *c, float *x, int n_tok, int n_heads, int st
                 int a = h->rope_type == LL_ROPE_NEOX ? i : 2 * i;
                 int b = h->rope_type == LL_ROPE_NEOX ? i + half : 2 * i + 1;
                 float x0 = v[a], x1 = v[b], co = cs[2 * i], si = cs[2 * i + 1];
-                v[a] = x0 * co - x1 * si;
-                v[b] = x0 * si + x1 * co;
+                /* fused as llama.cpp's build contracts them: x0·cos − (x1·sin), x0·sin + (x1·cos) */
+                v[a] = fmaf(x0, co, -(x1 * si));
+                v[b] = fmaf(x0, si, x1 * co);
             }
         }
     }
