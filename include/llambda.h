@@ -97,6 +97,7 @@ typedef struct llambda_gguf_value {
     const uint8_t *raw;
     uint64_t raw_bytes;
     const uint64_t *index; /* internal: element offsets from data, for string/nested arrays */
+    int len_size;        /* bytes of each length/count field: 8, or 4 in GGUF v1 files */
 } llambda_gguf_value;
 
 typedef struct llambda_gguf_tensor {
@@ -187,6 +188,7 @@ typedef struct llambda_context llambda_context;
 typedef struct llambda_model_params {
     int n_threads;           /* default threads for contexts (0 = all cores) */
     bool use_mmap;           /* true: run weights in place; false: read into memory */
+    bool vocab_only;         /* load only the tokenizer (no weights, no contexts) */
     /* called with progress 0..1 while loading; return false to cancel */
     bool (*progress)(float progress, void *user);
     void *progress_user;

@@ -35,6 +35,7 @@ llambda_status llambda_context_create(llambda_model *m, const llambda_context_pa
     *out = NULL;
     llambda_context_params p = pp ? *pp : llambda_context_default_params();
     const ll_hparams *h = &m->hp;
+    if (m->vocab_only) return ll_error(LLAMBDA_ERR_ARG, "context: the model was loaded vocab_only");
     if (p.n_ctx < 0 || p.n_batch < 0 || p.n_threads < 0) return ll_error(LLAMBDA_ERR_ARG, "context: negative size");
     if (p.kv_type != LLAMBDA_KV_F16 && p.kv_type != LLAMBDA_KV_F32) return ll_error(LLAMBDA_ERR_ARG, "context: unknown KV cache type %d", p.kv_type);
     int n_ctx = p.n_ctx ? p.n_ctx : (h->n_ctx_train > 0 && h->n_ctx_train < 4096 ? h->n_ctx_train : 4096);

@@ -77,6 +77,7 @@ static int64_t hash_find(const hash_table *t, char *const *names, const char *na
 
 typedef struct parser {
     llambda_gguf *g;
+    int v1;             /* GGUF v1: lengths, counts and dims are 32-bit */
     uint64_t pos;
     const char *what;   /* the key or tensor being parsed, for messages */
     llambda_status err;
@@ -113,9 +114,18 @@ static int read_bytes(parser *p, void *dst, uint64_t n, const char *what) {
 static int read_u32(parser *p, uint32_t *v, const char *w) { return read_bytes(p, v, 4, w); }
 static int read_u64(parser *p, uint64_t *v, const char *w) { return read_bytes(p, v, 8, w); }
 
+/* A length or count: u64, or u32 in GGUF v1. */
+static int read_len(parser *p, uint64_t *v, const char *w) {
+    if (!p->v1) return read_u64(p, v, w);
+    uint32_t x;
+    if (read_u32(p, &x, w)) return -1;
+    *v = x;
+    return 0;
+}
+
 /* A string: u64 length then bytes. Returns a pointer into the mapping. */
 static int read_str(parser *p, const uint8_t **s, uint64_t *len, const char *what) {
-    if (read_u64(p, len, what)) return -1;
+    if (read_len(p, len, what)) return -1;
     if (*len > remaining(p)) return fail(p, "%s length %llu runs past the end of the file", what, (unsigned long long)*len);
     *s = p->g->base + p->pos;
     p->pos += *len;
@@ -147,7 +157,7 @@ static int parse_value(parser *p, int type, int depth, llambda_gguf_value *v, in
 static int parse_array(parser *p, int depth, llambda_gguf_value *v, int build_index) {
     int32_t et;
     uint64_t count;
-    if (read_bytes(p, &et, 4, "array element type") || read_u64(p, &count, "array length")) return -1;
+    if (read_bytes(p, &et, 4, "array element type") || read_len(p, &count, "array length")) return -1;
     if (et < 0 || et >= LLAMBDA_GGUF_VTYPE_COUNT) return fail(p, "bad array element type %llu", (unsigned long long)((uint64_t)(uint32_t)et));
     if (et == LLAMBDA_GGUF_ARRAY && depth >= GGUF_MAX_DEPTH) return fail(p, "arrays nested deeper than %llu", (unsigned long long)(GGUF_MAX_DEPTH));
     v->elem_type = et;
@@ -161,7 +171,7 @@ static int parse_array(parser *p, int depth, llambda_gguf_value *v, int build_in
         return 0;
     }
     /* strings (>= 8 bytes each) and arrays (>= 12 bytes each): bound the count first */
-    uint64_t min_elem = et == LLAMBDA_GGUF_STRING ? 8 : 12;
+    uint64_t min_elem = (et == LLAMBDA_GGUF_STRING ? 8 : 12) - (p->v1 ? 4 : 0);
     if (count > remaining(p) / min_elem)
         return fail(p, "array of %llu elements cannot fit in the rest of the file", (unsigned long long)(count));
     uint64_t *idx = NULL;
@@ -184,6 +194,7 @@ static int parse_array(parser *p, int depth, llambda_gguf_value *v, int build_in
 static int parse_value(parser *p, int type, int depth, llambda_gguf_value *v, int build_index) {
     memset(v, 0, sizeof *v);
     v->type = type;
+    v->len_size = p->v1 ? 4 : 8;
     v->raw = p->g->base + p->pos;
     uint64_t start = p->pos;
     if (type < 0 || type >= LLAMBDA_GGUF_VTYPE_COUNT) return fail(p, "bad value type %llu", (unsigned long long)((uint64_t)(uint32_t)type));
@@ -205,7 +216,7 @@ static int parse_value(parser *p, int type, int depth, llambda_gguf_value *v, in
 static int parse_kvs(parser *p) {
     llambda_gguf *g = p->g;
     /* each record needs at least 8 (key length) + 4 (type) + 1 bytes */
-    if ((uint64_t)g->n_kv > remaining(p) / 13) return fail(p, "metadata count %llu cannot fit in the file", (unsigned long long)((uint64_t)g->n_kv));
+    if ((uint64_t)g->n_kv > remaining(p) / (p->v1 ? 9 : 13)) return fail(p, "metadata count %llu cannot fit in the file", (unsigned long long)((uint64_t)g->n_kv));
     g->keys = calloc((size_t)g->n_kv + 1, sizeof *g->keys);
     g->vals = calloc((size_t)g->n_kv + 1, sizeof *g->vals);
     g->strs = calloc((size_t)g->n_kv + 1, sizeof *g->strs);
@@ -235,7 +246,7 @@ static int is_pow2(uint32_t a) { return a && !(a & (a - 1)); }
 static int parse_tensor_infos(parser *p) {
     llambda_gguf *g = p->g;
     /* name length 8 + n_dims 4 + type 4 + offset 8, at minimum */
-    if ((uint64_t)g->n_tensors > remaining(p) / 24) return fail(p, "tensor count %llu cannot fit in the file", (unsigned long long)((uint64_t)g->n_tensors));
+    if ((uint64_t)g->n_tensors > remaining(p) / (p->v1 ? 20 : 24)) return fail(p, "tensor count %llu cannot fit in the file", (unsigned long long)((uint64_t)g->n_tensors));
     g->tensors = calloc((size_t)g->n_tensors + 1, sizeof *g->tensors);
     g->tensor_names = calloc((size_t)g->n_tensors + 1, sizeof *g->tensor_names);
     if (!g->tensors || !g->tensor_names || hash_init(&g->tensor_hash, g->n_tensors))
@@ -257,7 +268,9 @@ static int parse_tensor_infos(parser *p) {
         t->n_dims = (int)n_dims;
         for (int d = 0; d < 4; d++) t->ne[d] = 1;
         for (uint32_t d = 0; d < n_dims; d++) {
-            if (read_bytes(p, &t->ne[d], 8, "dimension")) return -1;
+            uint64_t dim;
+            if (read_len(p, &dim, "dimension")) return -1;
+            t->ne[d] = (int64_t)dim;
             if (t->ne[d] < 0) return fail(p, "negative dimension %llu", (unsigned long long)((uint64_t)d));
         }
         int32_t type;
@@ -302,17 +315,25 @@ static int check_tensor_data(parser *p) {
 }
 
 static llambda_gguf *parse(llambda_gguf *g) {
-    parser p = {g, 0, NULL, LLAMBDA_OK};
+    parser p = {g, 0, 0, NULL, LLAMBDA_OK};
     uint32_t magic, version;
     if (g->size < 24) { fail(&p, "file of %llu bytes is too short for a GGUF header", (unsigned long long)(g->size)); goto bad; }
     read_u32(&p, &magic, "magic");
     if (magic != GGUF_MAGIC) { p.pos = 0; fail(&p, "bad magic 0x%08llx (not a GGUF file)", (unsigned long long)(magic)); goto bad; }
     read_u32(&p, &version, "version");
     if ((version & 0xFFFF) == 0 && version) { p.pos = 4; fail(&p, "version 0x%llx: file has the other byte order", (unsigned long long)(version)); goto bad; }
-    if (version < 2 || version > 3) { p.pos = 4; fail(&p, "unsupported GGUF version %llu (2 and 3 are read)", (unsigned long long)(version)); goto bad; }
+    if (version < 1 || version > 3) { p.pos = 4; fail(&p, "unsupported GGUF version %llu (1, 2 and 3 are read)", (unsigned long long)(version)); goto bad; }
     g->version = version;
-    read_bytes(&p, &g->n_tensors, 8, "tensor count");
-    read_bytes(&p, &g->n_kv, 8, "metadata count");
+    p.v1 = version == 1;
+    if (p.v1) {
+        uint32_t nt, nk;
+        read_u32(&p, &nt, "tensor count");
+        read_u32(&p, &nk, "metadata count");
+        g->n_tensors = nt; g->n_kv = nk;
+    } else {
+        read_bytes(&p, &g->n_tensors, 8, "tensor count");
+        read_bytes(&p, &g->n_kv, 8, "metadata count");
+    }
     if (g->n_tensors < 0) { p.pos = 8; fail(&p, "negative tensor count"); goto bad; }
     if (g->n_kv < 0) { p.pos = 16; fail(&p, "negative metadata count"); goto bad; }
     if (parse_kvs(&p)) goto bad;
@@ -440,13 +461,18 @@ int64_t llambda_gguf_get_int(const llambda_gguf *g, const char *key, int64_t def
     return ok ? (int64_t)scalar_num(v->type, v->data) : def;
 }
 
+static uint64_t load_len(const uint8_t *p, int len_size) {
+    if (len_size == 4) { uint32_t x; memcpy(&x, p, 4); return x; }
+    uint64_t x; memcpy(&x, p, 8); return x;
+}
+
 /* Offset of element i of a string/nested array from v->data (walks when unindexed). */
 static uint64_t elem_offset(const llambda_gguf_value *v, uint64_t i) {
     if (v->index) return v->index[i];
     uint64_t off = 0;
     for (uint64_t k = 0; k < i; k++) {
         if (v->elem_type == LLAMBDA_GGUF_STRING) {
-            uint64_t len; memcpy(&len, v->data + off, 8); off += 8 + len;
+            off += (uint64_t)v->len_size + load_len(v->data + off, v->len_size);
         } else {
             llambda_gguf_value sub = llambda_gguf_arr_value(v, k);
             off = (uint64_t)(sub.raw - v->data) + sub.raw_bytes;
@@ -459,8 +485,8 @@ llambda_gguf_str llambda_gguf_arr_str(const llambda_gguf_value *v, uint64_t i) {
     llambda_gguf_str s = {NULL, 0};
     if (!v || v->type != LLAMBDA_GGUF_ARRAY || v->elem_type != LLAMBDA_GGUF_STRING || i >= v->count) return s;
     const uint8_t *p = v->data + elem_offset(v, i);
-    memcpy(&s.len, p, 8);
-    s.ptr = (const char *)p + 8;
+    s.len = load_len(p, v->len_size);
+    s.ptr = (const char *)p + v->len_size;
     return s;
 }
 
@@ -475,12 +501,14 @@ llambda_gguf_value llambda_gguf_arr_value(const llambda_gguf_value *v, uint64_t 
     memset(&r, 0, sizeof r);
     if (!v || v->type != LLAMBDA_GGUF_ARRAY || v->elem_type != LLAMBDA_GGUF_ARRAY || i >= v->count) return r;
     const uint8_t *p = v->data + (i == 0 ? 0 : elem_offset(v, i));
+    int ls = v->len_size;
     r.type = LLAMBDA_GGUF_ARRAY;
+    r.len_size = ls;
     r.raw = p;
     int32_t et; memcpy(&et, p, 4);
-    memcpy(&r.count, p + 4, 8);
+    r.count = load_len(p + 4, ls);
     r.elem_type = et;
-    r.data = p + 12;
+    r.data = p + 4 + ls;
     uint64_t bytes;
     if (vtype_size[et]) bytes = r.count * (uint64_t)vtype_size[et];
     else {
@@ -489,11 +517,11 @@ llambda_gguf_value llambda_gguf_arr_value(const llambda_gguf_value *v, uint64_t 
         if (r.count) {
             /* walk to the end of the last element */
             uint64_t last = elem_offset(&tmp, r.count - 1);
-            if (et == LLAMBDA_GGUF_STRING) { uint64_t len; memcpy(&len, r.data + last, 8); bytes = last + 8 + len; }
+            if (et == LLAMBDA_GGUF_STRING) bytes = last + (uint64_t)ls + load_len(r.data + last, ls);
             else { llambda_gguf_value sub = llambda_gguf_arr_value(&tmp, r.count - 1); bytes = (uint64_t)(sub.raw - r.data) + sub.raw_bytes; }
         }
     }
-    r.raw_bytes = 12 + bytes;
+    r.raw_bytes = 4 + (uint64_t)ls + bytes;
     return r;
 }
 
@@ -598,6 +626,8 @@ llambda_status llambda_gguf_set_arr_str(llambda_gguf_writer *w, const char *k, c
 }
 
 llambda_status llambda_gguf_set_value(llambda_gguf_writer *w, const char *k, const llambda_gguf_value *v) {
+    if (v->len_size == 4 && (v->type == LLAMBDA_GGUF_STRING || v->type == LLAMBDA_GGUF_ARRAY))
+        return ll_error(LLAMBDA_ERR_UNSUPPORTED, "set_value '%s': strings and arrays of GGUF v1 files are not copied verbatim", k);
     return put_copy(w, k, v->type, v->raw, v->raw_bytes);
 }
 

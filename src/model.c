@@ -11,7 +11,7 @@ extern const ll_arch ll_arch_llama, ll_arch_qwen2;
 /* The architecture registry: a new architecture is one file plus one line here. */
 static const ll_arch *const arch_registry[] = {&ll_arch_llama, &ll_arch_qwen2, NULL};
 
-static const char *arch_of(const llambda_model *m) { return m->arch->name; }
+static const char *arch_of(const llambda_model *m) { return m->arch_name; }
 
 /* ------------------------------------------------------------------ hparams */
 
@@ -176,9 +176,18 @@ llambda_status llambda_model_load(const char *path, const llambda_model_params *
     const char *arch = llambda_gguf_get_str(m->gguf, "general.architecture", NULL);
     llambda_status st;
     if (!arch) { st = ll_error(LLAMBDA_ERR_FORMAT, "%s: missing required metadata key 'general.architecture'", path); goto fail; }
-    for (int i = 0; arch_registry[i]; i++) if (!strcmp(arch_registry[i]->name, arch)) m->arch = arch_registry[i];
-    if (!m->arch) { st = ll_error(LLAMBDA_ERR_UNSUPPORTED, "%s: unknown architecture '%s'", path, arch); goto fail; }
+    snprintf(m->arch_name, sizeof m->arch_name, "%s", arch);
     snprintf(m->name, sizeof m->name, "%s", llambda_gguf_get_str(m->gguf, "general.name", arch));
+    for (int i = 0; arch_registry[i]; i++) if (!strcmp(arch_registry[i]->name, arch)) m->arch = arch_registry[i];
+    if (p.vocab_only) {
+        m->vocab_only = true;
+        if ((st = ll_vocab_load(&m->vocab, m->gguf))) goto fail_path;
+        if (m->vocab.type == LL_VOCAB_NONE) { st = ll_error(LLAMBDA_ERR_FORMAT, "%s: no tokenizer (tokenizer.ggml.model)", path); goto fail; }
+        m->hp.n_vocab = m->vocab.n_vocab;
+        *out = m;
+        return LLAMBDA_OK;
+    }
+    if (!m->arch) { st = ll_error(LLAMBDA_ERR_UNSUPPORTED, "%s: unknown architecture '%s'", path, arch); goto fail; }
     if ((st = ll_vocab_load(&m->vocab, m->gguf))) goto fail_path;
     if ((st = m->arch->load(m))) goto fail_path;
     if (m->vocab.n_vocab && m->vocab.n_vocab != m->hp.n_vocab) {
@@ -215,7 +224,7 @@ void llambda_model_free(llambda_model *m) {
     free(m);
 }
 
-const char *llambda_model_arch(const llambda_model *m) { return m->arch->name; }
+const char *llambda_model_arch(const llambda_model *m) { return m->arch_name; }
 const char *llambda_model_name(const llambda_model *m) { return m->name; }
 int llambda_model_n_vocab(const llambda_model *m) { return m->hp.n_vocab; }
 int llambda_model_n_ctx_train(const llambda_model *m) { return m->hp.n_ctx_train; }

@@ -50,6 +50,8 @@ struct llambda_model {
     const ll_arch *arch;
     ll_hparams hp;
     char name[128];
+    char arch_name[64];
+    bool vocab_only;
     ll_weight tok_embd, output_norm, output, output_bias;
     const float *rope_freqs;           /* [n_rot/2] or NULL */
     ll_layer layers[LL_MAX_LAYERS];

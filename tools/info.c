@@ -25,7 +25,7 @@ static void print_scalar(const llambda_gguf_value *v) {
     case LLAMBDA_GGUF_BOOL: printf("%s", *v->data ? "true" : "false"); break;
     default: {
         /* integers: reuse the array accessor on a one-element view */
-        llambda_gguf_value a = {LLAMBDA_GGUF_ARRAY, v->type, 1, v->data, v->raw, v->raw_bytes, NULL};
+        llambda_gguf_value a = {LLAMBDA_GGUF_ARRAY, v->type, 1, v->data, v->raw, v->raw_bytes, NULL, 8};
         double d = llambda_gguf_arr_num(&a, 0);
         if (v->type == LLAMBDA_GGUF_U64) { uint64_t u; memcpy(&u, v->data, 8); printf("%llu", (unsigned long long)u); }
         else if (v->type == LLAMBDA_GGUF_I64) { int64_t u; memcpy(&u, v->data, 8); printf("%lld", (long long)u); }
@@ -42,13 +42,13 @@ static void print_array(const llambda_gguf_value *v, int depth) {
         if (i) printf(", ");
         if (v->elem_type == LLAMBDA_GGUF_STRING) {
             llambda_gguf_str s = llambda_gguf_arr_str(v, i);
-            llambda_gguf_value sv = {LLAMBDA_GGUF_STRING, 0, s.len, (const uint8_t *)s.ptr, NULL, 0, NULL};
+            llambda_gguf_value sv = {LLAMBDA_GGUF_STRING, 0, s.len, (const uint8_t *)s.ptr, NULL, 0, NULL, 8};
             print_scalar(&sv);
         } else if (v->elem_type == LLAMBDA_GGUF_ARRAY) {
             llambda_gguf_value sub = llambda_gguf_arr_value(v, i);
             if (depth < 3) print_array(&sub, depth + 1); else printf("...");
         } else {
-            llambda_gguf_value sv = {v->elem_type, 0, 0, v->data, NULL, 0, NULL};
+            llambda_gguf_value sv = {v->elem_type, 0, 0, v->data, NULL, 0, NULL, 8};
             uint64_t sz = 0;
             switch (v->elem_type) { case 0: case 1: case 7: sz = 1; break; case 2: case 3: sz = 2; break;
                                     case 4: case 5: case 6: sz = 4; break; default: sz = 8; }
