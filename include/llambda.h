@@ -264,6 +264,17 @@ typedef struct llambda_sampler_params {
 
 llambda_sampler_params llambda_sampler_default_params(void);
 
+/* A standalone sampler over any logits vector (contexts embed one). Allocates once at
+ * creation; sampling allocates nothing. */
+typedef struct llambda_sampler llambda_sampler;
+llambda_sampler *llambda_sampler_new(int n_vocab, const llambda_sampler_params *p);
+void llambda_sampler_free(llambda_sampler *s);
+/* Apply the chain to logits (not modified) and draw a token; the token enters the
+ * penalty history. */
+int32_t llambda_sampler_sample(llambda_sampler *s, const float *logits);
+void llambda_sampler_add_history(llambda_sampler *s, const int32_t *tokens, int n);
+void llambda_sampler_reset(llambda_sampler *s);
+
 /* ------------------------------------------------------------------ contexts */
 
 enum llambda_logits_policy { LLAMBDA_LOGITS_LAST = 0, LLAMBDA_LOGITS_ALL = 1, LLAMBDA_LOGITS_NONE = 2 };

@@ -152,6 +152,31 @@ int32_t ll_sample_logits(ll_sampler *s, const float *logits, int n_vocab) {
     return c[n - 1].id;
 }
 
+struct llambda_sampler { ll_sampler s; int n_vocab; };
+
+llambda_sampler *llambda_sampler_new(int n_vocab, const llambda_sampler_params *p) {
+    if (n_vocab <= 0 || !p) { ll_error(LLAMBDA_ERR_ARG, "sampler: bad vocabulary size %d", n_vocab); return NULL; }
+    llambda_sampler *s = calloc(1, sizeof *s);
+    if (!s || ll_sampler_init(&s->s, n_vocab, p)) {
+        if (s) ll_sampler_free(&s->s);
+        free(s);
+        ll_error(LLAMBDA_ERR_NOMEM, "sampler: out of memory");
+        return NULL;
+    }
+    s->n_vocab = n_vocab;
+    return s;
+}
+void llambda_sampler_free(llambda_sampler *s) { if (s) { ll_sampler_free(&s->s); free(s); } }
+int32_t llambda_sampler_sample(llambda_sampler *s, const float *logits) {
+    int32_t t = ll_sample_logits(&s->s, logits, s->n_vocab);
+    sampler_accept(&s->s, t);
+    return t;
+}
+void llambda_sampler_add_history(llambda_sampler *s, const int32_t *tokens, int n) {
+    for (int i = 0; i < n; i++) if (tokens[i] >= 0 && tokens[i] < s->n_vocab) sampler_accept(&s->s, tokens[i]);
+}
+void llambda_sampler_reset(llambda_sampler *s) { ll_sampler_reset(&s->s); }
+
 int32_t llambda_sample(llambda_context *c) {
     if (ll_enter(c)) return -1;
     const float *lg = llambda_get_logits(c, -1);

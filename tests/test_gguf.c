@@ -211,7 +211,35 @@ static void test_writer_roundtrip(void) {
     remove(p1); remove(p2);
 }
 
+/* The checked-in corpus (fuzz/corpus): bad_* must be rejected with a message, good_* open. */
+static void test_corpus(void) {
+    DIR *dir = opendir("fuzz/corpus");
+    CHECK(dir != NULL, "fuzz/corpus missing (run from the project root)");
+    if (!dir) return;
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(dir))) {
+        if (e->d_name[0] == '.') continue;
+        char path[600];
+        snprintf(path, sizeof path, "fuzz/corpus/%s", e->d_name);
+        size_t sz = 0;
+        uint8_t *b = read_file(path, &sz);
+        uint8_t *copy = malloc(sz ? sz : 1);
+        memcpy(copy, b, sz);
+        llambda_gguf *g = llambda_gguf_open_memory(copy, sz);
+        if (!strncmp(e->d_name, "bad_", 4)) CHECK(!g && *llambda_last_error(), "%s: accepted", e->d_name);
+        else CHECK(g != NULL, "%s: %s", e->d_name, llambda_last_error());
+        llambda_gguf_close(g);
+        free(copy); free(b);
+        n++;
+    }
+    closedir(dir);
+    printf("  %d corpus files checked\n", n);
+    CHECK(n >= 20, "corpus has only %d files", n);
+}
+
 int main(void) {
+    TEST("gguf: the malformed corpus is rejected, the good seeds open") test_corpus();
     TEST("gguf: every fixture opens with the expected tensors") test_fixtures_open();
     TEST("gguf: writer round trip of every value type, nested arrays, alignment") test_writer_roundtrip();
     TEST("gguf: hostile headers fail with a message naming the problem") test_hostile();

@@ -1,0 +1,23 @@
+#!/bin/sh
+# Runs every test binary in BUILD/tests and the CLI tests; prints each result and a
+# closing "N passed, N failed" line. Exit status is non-zero if anything failed.
+BUILD=${1:-build}
+passed=0; failed=0
+run() {
+    out=$("$@" 2>&1); rc=$?
+    printf '%s\n' "$out"
+    p=$(printf '%s\n' "$out" | sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\1/p' | tail -1)
+    f=$(printf '%s\n' "$out" | sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\2/p' | tail -1)
+    if [ -z "$p" ]; then p=0; f=1; echo "FAIL $* (no summary, exit $rc)"; fi
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "FAIL $* (exit $rc)"; fi
+    passed=$((passed + p)); failed=$((failed + f))
+}
+for t in "$BUILD"/tests/test_*; do
+    [ -x "$t" ] || continue
+    echo "== $t"
+    run "$t"
+done
+echo "== tests/test_cli.sh"
+run sh tests/test_cli.sh "$BUILD"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,65 @@
+#!/bin/sh
+# The command line as a user runs it: exit codes, output formats, error messages.
+BUILD=${1:-build}
+L="$BUILD/llambda"
+F=${LLAMBDA_FIXTURES:-../shared/fixtures}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+passed=0; failed=0
+ok() { passed=$((passed + 1)); echo "PASS $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL $1"; [ -n "$2" ] && echo "  $2"; }
+check() { name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
+
+# default model tells a story with no arguments at all
+out=$("$L" run -n 24 --temp 0 2>"$T/err")
+check "cli: 'llambda run' with no -m tells the stories260K story" \
+    sh -c "echo \"\$1\" | grep -q 'Once upon a time, there was a little girl named Lily'" _ "$out"
+check "cli: run prints load time and tokens/s to stderr" grep -q "tok/s" "$T/err"
+
+# eval writes the fixture logits layout, bit-identical to llama.cpp's reference file
+toks=$(sed 's/.*"tokens": \[\([^]]*\)\].*/\1/' "$F/ref/tiny-qwen25-Q4_K_M.p1.json" | tr -d ' ' | cut -d, -f1-22)
+"$L" eval -m "$F/models/tiny-qwen25-Q4_K_M.gguf" --tokens "$toks" -n 16 --logits-out "$T/l.f32" > "$T/eval.json"
+check "cli: eval logits are byte-identical to llama.cpp's (qwen2 Q4_K_M, 22 prompt + 16 generated rows)" \
+    cmp -s "$T/l.f32" "$F/ref/tiny-qwen25-Q4_K_M.p1.logits.f32"
+check "cli: eval prints n_vocab, n_prompt and tokens as JSON" grep -q '"n_vocab":1024,"n_prompt":22,"tokens":\[' "$T/eval.json"
+
+# the same on every ISA path
+for isa in scalar avx2; do
+    LLAMBDA_ISA=$isa "$L" eval -m "$F/models/tiny-llama31-Q6_K.gguf" --tokens "$toks" --logits-out "$T/isa_$isa.f32" >/dev/null 2>&1
+done
+check "cli: scalar and avx2 kernels give byte-identical logits" cmp -s "$T/isa_scalar.f32" "$T/isa_avx2.f32"
+
+# tokenize with and without BOS
+check "cli: tokenize adds BOS for Llama 3" sh -c "\"$L\" tokenize -m \"$F/models/tiny-llama31-F16.gguf\" -p 'Hello world' | grep -q '^1016 '"
+check "cli: tokenize --no-bos" sh -c "! \"$L\" tokenize -m \"$F/models/tiny-llama31-F16.gguf\" -p 'Hello world' --no-bos | grep -q '^1016 '"
+
+# info and tensor
+"$L" info "$F/models/tiny-llama31-Q4_K_M.gguf" > "$T/info.txt"
+check "cli: info lists 31 tensors with types and bits per weight" sh -c "grep -q 'total: 31 tensors' \"$T/info.txt\" && grep -q 'blk.2.ffn_down.weight *Q6_K *768 x 256' \"$T/info.txt\" && grep -q 'bits per weight' \"$T/info.txt\""
+"$L" tensor "$F/models/tiny-llama31-F32.gguf" blk.0.attn_norm.weight -o "$T/t.f32"
+check "cli: tensor -o writes ne0*ne1 float32 values" test "$(wc -c < "$T/t.f32")" -eq 1024
+check "cli: tensor summary" sh -c "\"$L\" tensor \"$F/models/tiny-llama31-Q8_0.gguf\" output.weight | grep -q 'min .* max .* mean'"
+
+# errors: stderr message and non-zero exit
+"$L" info /nonexistent.gguf 2>"$T/e1"; rc=$?
+check "cli: missing file is an error naming it" sh -c "[ $rc -ne 0 ] && grep -q 'nonexistent.gguf: cannot open' \"$T/e1\""
+printf 'GGUF\003\000\000\000' > "$T/short.gguf"
+"$L" info "$T/short.gguf" 2>"$T/e2"; rc=$?
+check "cli: truncated GGUF is an error" sh -c "[ $rc -ne 0 ] && grep -q 'too short' \"$T/e2\""
+"$L" tensor "$F/models/tiny-llama31-F32.gguf" no.such.tensor 2>"$T/e3"; rc=$?
+check "cli: unknown tensor name is an error" sh -c "[ $rc -ne 0 ] && grep -q \"no tensor named 'no.such.tensor'\" \"$T/e3\""
+"$L" run -m "$F/tokenizer/ggml-vocab-gpt-2.gguf" 2>"$T/e4"; rc=$?
+check "cli: a vocabulary-only file is refused with the reason" sh -c "[ $rc -ne 0 ] && grep -q \"unknown architecture 'gpt2'\" \"$T/e4\""
+"$L" run -p "Once upon a time there was a very long story" -c 8 2>"$T/e5" >/dev/null; rc=$?
+check "cli: a prompt longer than the context is a clear error" sh -c "[ $rc -ne 0 ] && grep -q 'more than the context' \"$T/e5\""
+"$L" run -n 100 -c 24 --temp 0 2>"$T/e6" >/dev/null; rc=$?
+check "cli: generation past the context stops with a message" sh -c "[ $rc -eq 0 ] && grep -q 'context of 24 tokens is full' \"$T/e6\""
+"$L" frobnicate 2>/dev/null; rc=$?
+check "cli: unknown command exits 2" test $rc -eq 2
+
+# chat keeps the conversation: two turns through the REPL
+printf 'Hello\nTell me more\n' | "$L" chat -m "$F/models/tiny-qwen25-Q8_0.gguf" -n 8 --temp 0 > "$T/chat.txt" 2>"$T/chat.err"; rc=$?
+check "cli: chat answers two turns from stdin" sh -c "[ $rc -eq 0 ] && [ \$(wc -l < \"$T/chat.txt\") -ge 2 ]"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,308 @@
+/* Inference behaviour on fixture models: exact replay (KV cache vs fresh evaluation),
+ * logits bitwise independent of batch size and thread count, context overflow, misuse
+ * from two callers, clear load errors, chat rendering, and no heap allocation while
+ * decoding. */
+#include "harness.h"
+#include <math.h>
+#include <stdint.h>
+
+/* ------------------------------------------------------------------ allocation counter
+ * The test binary overrides malloc & co. (glibc symbol interposition) to count calls
+ * while `counting` is set. Not under AddressSanitizer, which owns malloc itself. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define HAVE_ALLOC_COUNTER 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define HAVE_ALLOC_COUNTER 0
+#endif
+#endif
+#ifndef HAVE_ALLOC_COUNTER
+#define HAVE_ALLOC_COUNTER 1
+#endif
+#if HAVE_ALLOC_COUNTER
+#include <stdatomic.h>
+extern void *__libc_malloc(size_t), *__libc_calloc(size_t, size_t), *__libc_realloc(void *, size_t);
+extern void __libc_free(void *);
+static atomic_int counting;
+static atomic_long n_allocs;
+void *malloc(size_t n) { if (counting) n_allocs++; return __libc_malloc(n); }
+void *calloc(size_t a, size_t b) { if (counting) n_allocs++; return __libc_calloc(a, b); }
+void *realloc(void *p, size_t n) { if (counting) n_allocs++; return __libc_realloc(p, n); }
+void free(void *p) { __libc_free(p); }
+#endif
+
+static const char *LLAMA = "models/tiny-llama31-Q4_K_M.gguf";
+static const int32_t PROMPT[] = {1016, 39, 301, 385, 289, 269, 509, 11, 420, 374, 264, 259, 478, 315, 279, 259, 258, 88, 296, 725, 13};
+#define NP ((int)(sizeof PROMPT / sizeof *PROMPT))
+
+static llambda_model *load(const char *rel) {
+    llambda_model *m = NULL;
+    if (llambda_model_load(fixture(rel), NULL, &m)) CHECK(0, "load %s: %s", rel, llambda_last_error());
+    return m;
+}
+
+static llambda_context *ctx(llambda_model *m, int threads, int batch, int logits) {
+    llambda_context_params p = llambda_context_default_params();
+    p.n_ctx = 256; p.n_threads = threads; p.n_batch = batch; p.logits = logits;
+    llambda_context *c = NULL;
+    if (llambda_context_create(m, &p, &c)) CHECK(0, "context: %s", llambda_last_error());
+    return c;
+}
+
+/* all-row logits of tokens, fed in chunks of `chunk` */
+static float *eval_all(llambda_model *m, const int32_t *t, int n, int threads, int batch, int chunk) {
+    llambda_context *c = ctx(m, threads, batch, LLAMBDA_LOGITS_ALL);
+    int V = llambda_model_n_vocab(m);
+    float *out = malloc((size_t)n * V * 4);
+    for (int i = 0; i < n; i += chunk) {
+        int k = n - i < chunk ? n - i : chunk;
+        CHECK(llambda_eval(c, t + i, k) == LLAMBDA_OK, "eval: %s", llambda_last_error());
+        for (int j = 0; j < k; j++) memcpy(out + (size_t)(i + j) * V, llambda_get_logits(c, j), (size_t)V * 4);
+    }
+    llambda_context_free(c);
+    return out;
+}
+
+static void test_exact_replay(const char *rel) {
+    llambda_model *m = load(rel);
+    if (!m) return;
+    int V = llambda_model_n_vocab(m);
+    /* generate 24 greedy tokens with the cache, keeping each step's logits */
+    llambda_context *c = ctx(m, 2, 512, LLAMBDA_LOGITS_LAST);
+    int32_t seq[NP + 24];
+    memcpy(seq, PROMPT, sizeof PROMPT);
+    float *cached = malloc((size_t)(NP + 24) * V * 4);
+    llambda_eval(c, PROMPT, NP);
+    memcpy(cached + (size_t)(NP - 1) * V, llambda_get_logits(c, -1), (size_t)V * 4);
+    for (int g = 0; g < 24; g++) {
+        const float *lg = llambda_get_logits(c, -1);
+        int best = 0;
+        for (int i = 1; i < V; i++) if (lg[i] > lg[best]) best = i;
+        seq[NP + g] = best;
+        if (g == 23) break;
+        llambda_eval(c, &seq[NP + g], 1);
+        memcpy(cached + (size_t)(NP + g) * V, llambda_get_logits(c, -1), (size_t)V * 4);
+    }
+    llambda_context_free(c);
+    /* fresh evaluation of the whole sequence in one batch */
+    float *fresh = eval_all(m, seq, NP + 23, 2, 512, NP + 23);
+    double max_diff = 0;
+    for (int r = NP - 1; r < NP + 23; r++)
+        for (int i = 0; i < V; i++) max_diff = fmax(max_diff, fabs((double)cached[(size_t)r * V + i] - fresh[(size_t)r * V + i]));
+    printf("  %s: cached generation vs fresh evaluation over %d rows: max_diff %g\n", rel, 24, max_diff);
+    CHECK(max_diff == 0.0, "max_diff %g", max_diff);
+    free(cached); free(fresh);
+    llambda_model_free(m);
+}
+
+static void test_invariance(const char *rel) {
+    llambda_model *m = load(rel);
+    if (!m) return;
+    int V = llambda_model_n_vocab(m);
+    size_t bytes = (size_t)NP * V * 4;
+    float *ref = eval_all(m, PROMPT, NP, 1, 512, NP);
+    struct { int threads, batch, chunk; } runs[] = {{1, 1, NP}, {1, 7, NP}, {2, 32, NP}, {3, 512, NP}, {4, 512, 5}, {2, 512, 1}};
+    for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+        float *x = eval_all(m, PROMPT, NP, runs[r].threads, runs[r].batch, runs[r].chunk);
+        CHECK(!memcmp(x, ref, bytes), "%s: threads %d batch %d chunk %d differ from 1 thread, one batch", rel,
+              runs[r].threads, runs[r].batch, runs[r].chunk);
+        free(x);
+    }
+    free(ref);
+    llambda_model_free(m);
+}
+
+static void test_context_full(void) {
+    llambda_model *m = load(LLAMA);
+    if (!m) return;
+    llambda_context_params p = llambda_context_default_params();
+    p.n_ctx = 16;
+    llambda_context *c;
+    CHECK(llambda_context_create(m, &p, &c) == LLAMBDA_OK, "ctx");
+    CHECK(llambda_eval(c, PROMPT, NP) == LLAMBDA_ERR_CONTEXT_FULL, "overflowing eval must fail");
+    CHECK(strstr(llambda_last_error(), "context full") != NULL, "message: %s", llambda_last_error());
+    CHECK(llambda_context_pos(c) == 0, "nothing evaluated on failure");
+    CHECK(llambda_eval(c, PROMPT, 10) == LLAMBDA_OK, "10 tokens fit");
+    llambda_generate_result r;
+    p.sampling.temperature = 0;
+    llambda_context_set_sampler(c, &p.sampling);
+    CHECK(llambda_generate(c, NULL, 0, 100, NULL, 0, NULL, NULL, &r) == LLAMBDA_OK, "generate: %s", llambda_last_error());
+    CHECK(r.stop_reason == 4 || r.stop_reason == 0, "generation must stop at the context end (reason %d)", r.stop_reason);
+    CHECK(llambda_context_pos(c) <= 16, "position past the context");
+    int32_t bad = 5000;
+    CHECK(llambda_eval(c, &bad, 1) == LLAMBDA_ERR_ARG, "token outside the vocabulary must be refused");
+    llambda_context_free(c);
+    llambda_model_free(m);
+}
+
+typedef struct reent { llambda_context *c; int busy_seen; } reent;
+static bool reenter(int32_t tok, const char *text, int len, void *user) {
+    reent *r = user;
+    (void)tok; (void)text; (void)len;
+    int32_t t = 5;
+    if (llambda_eval(r->c, &t, 1) == LLAMBDA_ERR_BUSY) r->busy_seen = 1;
+    return false;
+}
+
+static void test_busy(void) {
+    llambda_model *m = load(LLAMA);
+    if (!m) return;
+    llambda_context *c = ctx(m, 1, 512, LLAMBDA_LOGITS_LAST);
+    reent r = {c, 0};
+    llambda_generate_result res;
+    llambda_generate(c, PROMPT, 4, 3, NULL, 0, reenter, &r, &res);
+    CHECK(r.busy_seen, "a second caller inside generate was not refused");
+    CHECK(res.stop_reason == 2, "callback stop reason %d", res.stop_reason);
+    CHECK(llambda_eval(c, PROMPT, 1) == LLAMBDA_OK, "context usable again afterwards");
+    llambda_context_free(c);
+    llambda_model_free(m);
+}
+
+/* Copy a fixture with one change, load it, expect an error naming `want`. */
+typedef enum { DROP_TENSOR, RESHAPE_TENSOR, SET_ARCH, DROP_KEY, KEY_AS_STRING } edit_kind;
+static void expect_load_error(edit_kind kind, const char *target, const char *want) {
+    llambda_gguf *g = llambda_gguf_open(fixture(LLAMA));
+    llambda_gguf_writer *w = llambda_gguf_writer_new();
+    for (int64_t i = 0; i < llambda_gguf_n_kv(g); i++) {
+        const char *k = llambda_gguf_key(g, i);
+        if (!strcmp(k, target)) {
+            if (kind == DROP_KEY) continue;
+            if (kind == SET_ARCH) { llambda_gguf_set_str(w, k, "no-such-arch"); continue; }
+            if (kind == KEY_AS_STRING) { llambda_gguf_set_str(w, k, "256"); continue; }
+        }
+        llambda_gguf_set_value(w, k, llambda_gguf_kv(g, i));
+    }
+    for (int64_t i = 0; i < llambda_gguf_n_tensors(g); i++) {
+        const llambda_gguf_tensor *t = llambda_gguf_tensor_at(g, i);
+        int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
+        if (!strcmp(t->name, target)) {
+            if (kind == DROP_TENSOR) continue;
+            if (kind == RESHAPE_TENSOR) { ne[1] /= 2; } /* fewer rows, same bytes for the first half */
+        }
+        llambda_gguf_add_tensor(w, t->name, t->type, t->n_dims, ne, t->data);
+    }
+    const char *path = "/tmp/llambda_bad.gguf";
+    llambda_gguf_writer_write(w, path);
+    llambda_gguf_writer_free(w);
+    llambda_gguf_close(g);
+    llambda_model *m = NULL;
+    llambda_status st = llambda_model_load(path, NULL, &m);
+    CHECK(st != LLAMBDA_OK && !m, "%s: loaded", target);
+    CHECK(strstr(llambda_last_error(), want) != NULL, "message '%s' lacks '%s'", llambda_last_error(), want);
+    llambda_model_free(m);
+    remove(path);
+}
+
+static void test_chat(void) {
+    llambda_model *m = load("models/tiny-llama31-F16.gguf"), *q = load("models/tiny-qwen25-F16.gguf");
+    if (!m || !q) { llambda_model_free(m); llambda_model_free(q); return; }
+    llambda_chat_message msgs[] = {{"system", "  Be brief. "}, {"user", "Hi there\n"}};
+    char buf[1024];
+    llambda_chat_render(m, NULL, msgs, 2, true, buf, sizeof buf);
+    CHECK(!strcmp(buf, "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi there<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"), "llama3: %s", buf);
+    llambda_chat_render(q, NULL, msgs, 2, true, buf, sizeof buf);
+    CHECK(!strcmp(buf, "<|im_start|>system\n  Be brief. <|im_end|>\n<|im_start|>user\nHi there\n<|im_end|>\n<|im_start|>assistant\n"), "chatml: %s", buf);
+    CHECK(!strcmp(llambda_chat_format_name(m), "llama3") && !strcmp(llambda_chat_format_name(q), "chatml"), "detection");
+    /* the rendered markers become single special tokens; BOS added for llama */
+    int32_t t[256];
+    llambda_chat_render(m, NULL, msgs + 1, 1, true, buf, sizeof buf);
+    int n = llambda_tokenize(m, buf, strlen(buf), t, 256, true, true);
+    CHECK(n > 4 && t[0] == llambda_token_bos(m), "BOS first");
+    int specials = 0;
+    for (int i = 0; i < n; i++) { char p[64]; int k = llambda_token_to_piece(m, t[i], p, 64, true); specials += k > 2 && p[0] == '<' && p[1] == '|'; }
+    CHECK(specials >= 5, "markers should be special tokens (%d)", specials);
+    /* llama stops on eot */
+    int32_t eot = -1;
+    for (int i = 0; i < llambda_model_n_vocab(m); i++) { char p[64]; int k = llambda_token_to_piece(m, i, p, 63, true); if (k == 10 && !memcmp(p, "<|eot_id|>", 10)) eot = i; }
+    CHECK(eot >= 0 && llambda_token_is_eog(m, eot), "<|eot_id|> is end of generation");
+    /* the stories model has no template: a clear error unless a format is named */
+    llambda_model *s = load("real/stories260K.gguf");
+    CHECK(llambda_chat_render(s, NULL, msgs, 2, true, buf, sizeof buf) < 0 && strstr(llambda_last_error(), "no chat template"), "no template error");
+    CHECK(llambda_chat_render(s, "chatml", msgs, 2, true, buf, sizeof buf) > 0, "named format works");
+    llambda_model_free(s);
+    llambda_model_free(m);
+    llambda_model_free(q);
+}
+
+static bool collect(int32_t tok, const char *text, int len, void *user) {
+    (void)tok;
+    strncat(user, text, (size_t)len);
+    return true;
+}
+
+static void test_story(void) {
+    llambda_model *m = load("real/stories260K.gguf");
+    if (!m) return;
+    llambda_context_params p = llambda_context_default_params();
+    p.sampling.temperature = 0;
+    p.n_ctx = 512;
+    llambda_context *c;
+    llambda_context_create(m, &p, &c);
+    int32_t t[64];
+    int n = llambda_tokenize(m, "Once upon a time", 16, t, 64, true, true);
+    char out[4096] = "";
+    llambda_generate_result r;
+    llambda_generate(c, t, n, 40, NULL, 0, collect, out, &r);
+    CHECK(strncmp(out, ", there was a little girl named Lily. She loved to play outside in the park.", 75) == 0, "story: %s", out);
+    /* stop strings end the text before the stop string */
+    llambda_context_reset(c);
+    out[0] = 0;
+    const char *stop[] = {"Lily"};
+    llambda_generate(c, t, n, 40, stop, 1, collect, out, &r);
+    CHECK(!strcmp(out, ", there was a little girl named ") && r.stop_reason == 3, "stop string: '%s' (%d)", out, r.stop_reason);
+    llambda_context_free(c);
+    llambda_model_free(m);
+}
+
+static void test_no_alloc_decode(void) {
+#if HAVE_ALLOC_COUNTER
+    llambda_model *m = load(LLAMA);
+    if (!m) return;
+    llambda_context *c = ctx(m, 2, 512, LLAMBDA_LOGITS_LAST);
+    llambda_eval(c, PROMPT, NP);
+    counting = 1; n_allocs = 0;
+    for (int i = 0; i < 100; i++) {
+        int32_t t = llambda_sample(c);
+        llambda_eval(c, &t, 1);
+    }
+    counting = 0;
+    printf("  heap allocations during 100 decode steps: %ld\n", (long)n_allocs);
+    CHECK(n_allocs == 0, "%ld allocations in the decode loop", (long)n_allocs);
+    /* 1000 reset/generate cycles: no growth in allocations after the first */
+    long before = 0;
+    for (int cycle = 0; cycle < 1000; cycle++) {
+        if (cycle == 1) { counting = 1; n_allocs = 0; }
+        llambda_context_reset(c);
+        llambda_generate_result r;
+        llambda_generate(c, PROMPT, 6, 4, NULL, 0, NULL, NULL, &r);
+    }
+    counting = 0;
+    before = n_allocs;
+    printf("  allocations in 999 reset/generate cycles: %ld\n", before);
+    CHECK(before == 0, "%ld allocations across reset/generate cycles", before);
+    llambda_context_free(c);
+    llambda_model_free(m);
+#else
+    printf("  (allocation counting needs the non-sanitizer build; the main test pass runs it)\n");
+#endif
+}
+
+int main(void) {
+    TEST("inference: exact replay, llama Q4_K_M") test_exact_replay(LLAMA);
+    TEST("inference: exact replay, qwen2 Q8_0") test_exact_replay("models/tiny-qwen25-Q8_0.gguf");
+    TEST("inference: exact replay, tied llama F16") test_exact_replay("models/tiny-llama32-tied-F16.gguf");
+    TEST("inference: logits independent of batch size and threads (Q4_K_M)") test_invariance(LLAMA);
+    TEST("inference: logits independent of batch size and threads (qwen2 Q6_K)") test_invariance("models/tiny-qwen25-Q6_K.gguf");
+    TEST("inference: logits independent of batch size and threads (F32)") test_invariance("models/tiny-llama31-F32.gguf");
+    TEST("inference: context overflow is a clear error, generation stops") test_context_full();
+    TEST("inference: a context used by a second caller is refused") test_busy();
+    TEST("inference: greedy story from the real stories260K model; stop strings") test_story();
+    TEST("inference: chat templates render llama3 and ChatML exactly") test_chat();
+    TEST("load errors: missing tensor") expect_load_error(DROP_TENSOR, "blk.1.ffn_up.weight", "missing tensor 'blk.1.ffn_up.weight'");
+    TEST("load errors: wrong shape") expect_load_error(RESHAPE_TENSOR, "blk.0.attn_q.weight", "tensor 'blk.0.attn_q.weight' has shape");
+    TEST("load errors: unknown architecture") expect_load_error(SET_ARCH, "general.architecture", "unknown architecture 'no-such-arch'");
+    TEST("load errors: missing required key") expect_load_error(DROP_KEY, "llama.embedding_length", "missing required metadata key 'llama.embedding_length'");
+    TEST("load errors: key of the wrong type") expect_load_error(KEY_AS_STRING, "llama.block_count", "'llama.block_count' has type string");
+    TEST("inference: no heap allocation while decoding; reset/generate cycles do not grow") test_no_alloc_decode();
+    return test_summary();
+}

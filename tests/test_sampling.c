@@ -1,0 +1,131 @@
+/* Sampling: top-k 1 is greedy, a seed reproduces a run, sampled frequencies follow the
+ * softmax of the filtered logits (chi-square), and penalties change exactly the tokens
+ * they should. */
+#include "harness.h"
+#include <math.h>
+
+#define V 12
+static const float logits[V] = {2.0f, 1.5f, 1.0f, 0.5f, 0.2f, 0.0f, -0.3f, -0.5f, -1.0f, -2.0f, -3.0f, 0.9f};
+
+static llambda_sampler_params base(void) {
+    llambda_sampler_params p = llambda_sampler_default_params();
+    p.top_k = 0; p.top_p = 1.0f; p.min_p = 0; p.temperature = 1.0f; p.seed = 1234;
+    p.repeat_penalty = 1.0f;
+    return p;
+}
+
+/* chi-square statistic of counts against probabilities (cells with expectation >= 5) */
+static double chi_square(const int *count, const double *prob, int n, int draws, int *dof) {
+    double chi = 0; *dof = -1;
+    for (int i = 0; i < n; i++) {
+        double e = prob[i] * draws;
+        if (e < 5) { CHECK(count[i] <= draws * 0.001 + 5, "token %d drawn %d times, expected ~%.1f", i, count[i], e); continue; }
+        chi += (count[i] - e) * (count[i] - e) / e; (*dof)++;
+    }
+    return chi;
+}
+
+static void check_distribution(llambda_sampler_params p, const int *allowed, const char *what) {
+    /* expected: softmax(logits / T) over the allowed tokens */
+    double prob[V] = {0}, z = 0;
+    for (int i = 0; i < V; i++) if (allowed[i]) { prob[i] = exp((double)logits[i] / p.temperature); z += prob[i]; }
+    for (int i = 0; i < V; i++) prob[i] /= z;
+    llambda_sampler *s = llambda_sampler_new(V, &p);
+    int count[V] = {0}, draws = 200000;
+    for (int i = 0; i < draws; i++) count[llambda_sampler_sample(s, logits)]++;
+    llambda_sampler_free(s);
+    int dof;
+    double chi = chi_square(count, prob, V, draws, &dof);
+    /* 99.9th percentile of chi-square for dof <= 11 is below 32 */
+    printf("  %s: chi-square %.2f with %d degrees of freedom\n", what, chi, dof);
+    CHECK(chi < 32.0, "%s: chi-square %.2f too large (dof %d)", what, chi, dof);
+    for (int i = 0; i < V; i++) CHECK(allowed[i] || count[i] == 0, "%s: filtered token %d drawn %d times", what, i, count[i]);
+}
+
+int main(void) {
+    TEST("sampling: top-k 1 and temperature 0 are greedy") {
+        llambda_sampler_params p = base();
+        p.top_k = 1;
+        llambda_sampler *s = llambda_sampler_new(V, &p);
+        int ok = 1;
+        for (int i = 0; i < 1000; i++) ok &= llambda_sampler_sample(s, logits) == 0;
+        llambda_sampler_free(s);
+        p = base(); p.temperature = 0;
+        s = llambda_sampler_new(V, &p);
+        for (int i = 0; i < 100; i++) ok &= llambda_sampler_sample(s, logits) == 0;
+        llambda_sampler_free(s);
+        CHECK(ok, "greedy drew something other than the argmax");
+    }
+    TEST("sampling: the same seed reproduces, another seed differs") {
+        llambda_sampler_params p = base();
+        int32_t a[200], b[200], c[200];
+        for (int run = 0; run < 3; run++) {
+            p.seed = run == 2 ? 99 : 1234;
+            llambda_sampler *s = llambda_sampler_new(V, &p);
+            for (int i = 0; i < 200; i++) (run == 0 ? a : run == 1 ? b : c)[i] = llambda_sampler_sample(s, logits);
+            llambda_sampler_free(s);
+        }
+        CHECK(!memcmp(a, b, sizeof a), "same seed, different draws");
+        CHECK(memcmp(a, c, sizeof a) != 0, "different seeds, same 200 draws");
+        /* reset reseeds */
+        llambda_sampler *s = llambda_sampler_new(V, &p);
+        int32_t x = llambda_sampler_sample(s, logits);
+        llambda_sampler_reset(s);
+        CHECK(llambda_sampler_sample(s, logits) == x, "reset does not reseed");
+        llambda_sampler_free(s);
+    }
+    TEST("sampling: frequencies match softmax (temperature 1 and 0.7)") {
+        int all[V]; for (int i = 0; i < V; i++) all[i] = 1;
+        check_distribution(base(), all, "T=1");
+        llambda_sampler_params p = base(); p.temperature = 0.7f;
+        check_distribution(p, all, "T=0.7");
+    }
+    TEST("sampling: top-k, top-p and min-p keep exactly the right tokens") {
+        llambda_sampler_params p = base(); p.top_k = 3;
+        int k3[V] = {1, 1, 1, 0};
+        check_distribution(p, k3, "top-k 3");
+        /* top-p 0.6: softmax mass of sorted tokens 0,1,2(0.9 at id 11)... keep until cum >= 0.6 */
+        double e[V], z = 0; for (int i = 0; i < V; i++) { e[i] = exp(logits[i]); z += e[i]; }
+        int order[V]; for (int i = 0; i < V; i++) order[i] = i;
+        for (int i = 0; i < V; i++) for (int j = i + 1; j < V; j++) if (logits[order[j]] > logits[order[i]]) { int t = order[i]; order[i] = order[j]; order[j] = t; }
+        int keep[V] = {0}; double cum = 0;
+        for (int i = 0; i < V; i++) { keep[order[i]] = 1; cum += e[order[i]] / z; if (cum >= 0.6) break; }
+        p = base(); p.top_p = 0.6f;
+        check_distribution(p, keep, "top-p 0.6");
+        /* min-p 0.3: keep p >= 0.3 p_max, i.e. logit >= max + ln 0.3 = 0.796 */
+        int mp[V]; for (int i = 0; i < V; i++) mp[i] = logits[i] >= 2.0f + logf(0.3f);
+        p = base(); p.min_p = 0.3f;
+        check_distribution(p, mp, "min-p 0.3");
+    }
+    TEST("sampling: penalties change exactly the penalized tokens") {
+        /* greedy with repetition penalty: token 0 (logit 2.0) seen -> 2.0/2.5 = 0.8 < 1.5 */
+        llambda_sampler_params p = base(); p.temperature = 0; p.repeat_penalty = 2.5f; p.repeat_last_n = 4;
+        llambda_sampler *s = llambda_sampler_new(V, &p);
+        int32_t hist[1] = {0};
+        llambda_sampler_add_history(s, hist, 1);
+        CHECK(llambda_sampler_sample(s, logits) == 1, "repeat penalty did not demote token 0");
+        llambda_sampler_free(s);
+        /* a negative logit is multiplied: token 9 (-2.0) stays below */
+        /* window: after 4 other tokens, token 0 leaves the window and wins again */
+        s = llambda_sampler_new(V, &p);
+        llambda_sampler_add_history(s, hist, 1);
+        int32_t others[4] = {5, 6, 7, 8};
+        llambda_sampler_add_history(s, others, 4);
+        CHECK(llambda_sampler_sample(s, logits) == 0, "token 0 should have left the penalty window");
+        llambda_sampler_free(s);
+        /* presence and frequency: 2.0 - 3*0.2 - 0.5 = 0.9 < 1.5 -> token 1 */
+        p = base(); p.temperature = 0; p.presence_penalty = 0.5f; p.frequency_penalty = 0.2f; p.repeat_last_n = 8;
+        s = llambda_sampler_new(V, &p);
+        int32_t three[3] = {0, 0, 0};
+        llambda_sampler_add_history(s, three, 3);
+        CHECK(llambda_sampler_sample(s, logits) == 1, "frequency/presence penalties not applied");
+        llambda_sampler_free(s);
+        /* penalty 1 / 0 / 0 changes nothing */
+        p = base(); p.temperature = 0; p.repeat_last_n = 8;
+        s = llambda_sampler_new(V, &p);
+        llambda_sampler_add_history(s, three, 3);
+        CHECK(llambda_sampler_sample(s, logits) == 0, "neutral penalties changed the choice");
+        llambda_sampler_free(s);
+    }
+    return test_summary();
+}
