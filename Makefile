@@ -12,8 +12,8 @@ LIB_SRC = src/error.c src/os_posix.c src/gguf.c src/quant/float.c src/quant/quan
           src/kernels/scalar.c src/kernels/dispatch.c $(wildcard src/ops/*.c) $(wildcard src/arch/*.c) \
           $(wildcard src/tokenizer/*.c) $(filter-out src/error.c src/os_posix.c src/gguf.c,$(wildcard src/*.c))
 ifeq ($(ARCH),x86_64)
-#LIB_SRC += src/kernels/avx2.c
-#CFLAGS_BASE += -DLL_HAVE_AVX2
+LIB_SRC += src/kernels/avx2.c
+CFLAGS_BASE += -DLL_HAVE_AVX2
 endif
 LIB_SRC := $(sort $(LIB_SRC))
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o)

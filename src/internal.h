@@ -99,6 +99,7 @@ typedef struct ll_kernels {
     const char *isa;
     ll_vec_dot_fn vec_dot[LLAMBDA_TYPE_COUNT];       /* by weight type */
     ll_from_float_fn from_float[LLAMBDA_TYPE_COUNT]; /* by activation type */
+    float (*dot_f16_f16)(const uint16_t *a, const uint16_t *b, int64_t n);  /* attention q·k */
 } ll_kernels;
 
 const ll_kernels *ll_kernels_get(void);

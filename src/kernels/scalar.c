@@ -310,6 +310,7 @@ void ll_kernels_scalar(ll_kernels *k) {
     k->vec_dot[LLAMBDA_TYPE_Q5_K] = dot_q5_K;
     k->vec_dot[LLAMBDA_TYPE_Q6_K] = dot_q6_K;
     k->vec_dot[LLAMBDA_TYPE_IQ4_XS] = dot_iq4_xs;
+    k->dot_f16_f16 = ll_dot_f16_f16;
     k->from_float[LLAMBDA_TYPE_F32] = ll_convert_row_f32;
     k->from_float[LLAMBDA_TYPE_F16] = ll_convert_row_f16;
     k->from_float[LLAMBDA_TYPE_BF16] = ll_convert_row_bf16;

@@ -31,11 +31,12 @@ typedef struct attn_job {
  * kept in f16 (rescaled on a new maximum), divided by the f32 sum at the end. */
 static void attend_f16(const float *q, const uint16_t *K, const uint16_t *V, int W, int g, int D, int n_cells,
                        float scale, uint16_t *q16, uint16_t *acc16, float *o) {
+    float (*dot)(const uint16_t *, const uint16_t *, int64_t) = ll_kernels_get()->dot_f16_f16;
     for (int i = 0; i < D; i++) { q16[i] = ll_fp32_to_fp16(q[i]); acc16[i] = 0; }
     float M = -INFINITY, S = 0;
     for (int cell = 0; cell < n_cells; cell++) {
         const uint16_t *k = K + (size_t)cell * W + (size_t)g * D, *v = V + (size_t)cell * W + (size_t)g * D;
-        float s = ll_dot_f16_f16(q16, k, D) * scale, ms = 1.0f, vs = 1.0f;
+        float s = dot(q16, k, D) * scale, ms = 1.0f, vs = 1.0f;
         if (s > M) {
             float Mold = M;
             M = s;
