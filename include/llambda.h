@@ -38,6 +38,8 @@ typedef enum {
 /* Message of the last error on this thread ("" if none). */
 const char *llambda_last_error(void);
 const char *llambda_status_name(llambda_status s);
+/* The kernel set in use: "scalar" or "avx2" (LLAMBDA_ISA overrides the choice). */
+const char *llambda_isa(void);
 
 /* ------------------------------------------------------------------ tensor types */
 
@@ -178,7 +180,32 @@ llambda_status llambda_gguf_set_value(llambda_gguf_writer *w, const char *key,
 /* Add a tensor; data (nbytes of the type) is copied. */
 llambda_status llambda_gguf_add_tensor(llambda_gguf_writer *w, const char *name, int type,
                                        int n_dims, const int64_t *ne, const void *data);
+/* Add a tensor whose bytes are produced at write time (streamed: one tensor in memory at
+ * a time). fill writes exactly the tensor's byte size into dst. */
+typedef llambda_status (*llambda_tensor_fill_fn)(void *user, const char *name, void *dst, uint64_t nbytes);
+llambda_status llambda_gguf_add_tensor_fn(llambda_gguf_writer *w, const char *name, int type, int n_dims,
+                                          const int64_t *ne, llambda_tensor_fill_fn fill, void *user);
 llambda_status llambda_gguf_writer_write(llambda_gguf_writer *w, const char *path);
+
+/* ------------------------------------------------------------------ quantization */
+
+/* File types (general.file_type, llama.cpp's llama_ftype ids). */
+enum llambda_ftype {
+    LLAMBDA_FTYPE_F32 = 0, LLAMBDA_FTYPE_F16 = 1, LLAMBDA_FTYPE_Q4_0 = 2, LLAMBDA_FTYPE_Q8_0 = 7,
+    LLAMBDA_FTYPE_Q4_K_M = 15, LLAMBDA_FTYPE_Q5_K_M = 17, LLAMBDA_FTYPE_Q6_K = 18, LLAMBDA_FTYPE_BF16 = 32,
+};
+/* "Q4_K_M" -> 15 etc.; -1 if unknown. */
+int llambda_ftype_from_name(const char *name);
+const char *llambda_ftype_name(int ftype);
+/* The type llama.cpp's quantizer gives a tensor for a file type. i_kind/n_kind: index and
+ * count of this tensor among its kind (attn_v-like or ffn_down tensors; the layer index
+ * and layer count for dense models); has_output: the model has output.weight. */
+int llambda_quant_tensor_type(int ftype, const char *name, int n_dims, const int64_t *ne, int src_type,
+                              int i_kind, int n_kind, bool has_output, int n_expert);
+typedef bool (*llambda_progress_fn)(float progress, const char *what, void *user);
+/* Quantize a F32/F16/BF16 GGUF to ftype; metadata copied, general.file_type set. */
+llambda_status llambda_quantize_file(const char *in, const char *out, int ftype, int n_threads,
+                                     llambda_progress_fn progress, void *user);
 
 /* ------------------------------------------------------------------ models */
 

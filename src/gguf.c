@@ -538,7 +538,10 @@ int64_t llambda_tensor_nelements(const llambda_gguf_tensor *t) { return t->ne[0]
 /* ------------------------------------------------------------------ writer */
 
 typedef struct wkv { char *key; int type; uint8_t *raw; uint64_t raw_bytes; } wkv;
-typedef struct wtensor { char name[64]; int type, n_dims; int64_t ne[4]; uint8_t *data; uint64_t nbytes; } wtensor;
+typedef struct wtensor {
+    char name[64]; int type, n_dims; int64_t ne[4]; uint8_t *data; uint64_t nbytes;
+    llambda_tensor_fill_fn fill; void *user;   /* lazy tensors: data produced at write time */
+} wtensor;
 
 struct llambda_gguf_writer {
     wkv *kvs; int64_t n_kv;
@@ -631,8 +634,8 @@ llambda_status llambda_gguf_set_value(llambda_gguf_writer *w, const char *k, con
     return put_copy(w, k, v->type, v->raw, v->raw_bytes);
 }
 
-llambda_status llambda_gguf_add_tensor(llambda_gguf_writer *w, const char *name, int type, int n_dims,
-                                       const int64_t *ne, const void *data) {
+static llambda_status add_tensor(llambda_gguf_writer *w, const char *name, int type, int n_dims,
+                                 const int64_t *ne, const void *data, llambda_tensor_fill_fn fill, void *user) {
     const llambda_type_traits *tt = llambda_type_get(type);
     if (!tt) return ll_error(LLAMBDA_ERR_ARG, "add_tensor %s: unknown type %d", name, type);
     if (strlen(name) > GGUF_MAX_NAME) return ll_error(LLAMBDA_ERR_ARG, "add_tensor: name '%s' longer than 63 bytes", name);
@@ -648,14 +651,28 @@ llambda_status llambda_gguf_add_tensor(llambda_gguf_writer *w, const char *name,
     if (t.ne[0] % tt->block_elems) return ll_error(LLAMBDA_ERR_ARG, "add_tensor %s: row of %lld not a multiple of %lld", name, (long long)t.ne[0], (long long)tt->block_elems);
     for (int d = 1; d < 4; d++) rows *= (uint64_t)t.ne[d];
     t.nbytes = (uint64_t)(t.ne[0] / tt->block_elems) * (uint64_t)tt->block_bytes * rows;
-    t.data = malloc(t.nbytes ? t.nbytes : 1);
-    if (!t.data) return ll_error(LLAMBDA_ERR_NOMEM, "out of memory");
-    if (t.nbytes) memcpy(t.data, data, t.nbytes);
+    t.fill = fill; t.user = user;
+    if (!fill) {
+        t.data = malloc(t.nbytes ? t.nbytes : 1);
+        if (!t.data) return ll_error(LLAMBDA_ERR_NOMEM, "out of memory");
+        if (t.nbytes) memcpy(t.data, data, t.nbytes);
+    }
     wtensor *nt = realloc(w->tensors, (size_t)(w->n_tensors + 1) * sizeof *nt);
     if (!nt) { free(t.data); return ll_error(LLAMBDA_ERR_NOMEM, "out of memory"); }
     w->tensors = nt;
     w->tensors[w->n_tensors++] = t;
     return LLAMBDA_OK;
+}
+
+llambda_status llambda_gguf_add_tensor(llambda_gguf_writer *w, const char *name, int type, int n_dims,
+                                       const int64_t *ne, const void *data) {
+    return add_tensor(w, name, type, n_dims, ne, data, NULL, NULL);
+}
+
+llambda_status llambda_gguf_add_tensor_fn(llambda_gguf_writer *w, const char *name, int type, int n_dims,
+                                          const int64_t *ne, llambda_tensor_fill_fn fill, void *user) {
+    if (!fill) return ll_error(LLAMBDA_ERR_ARG, "add_tensor_fn %s: no fill function", name);
+    return add_tensor(w, name, type, n_dims, ne, NULL, fill, user);
 }
 
 static int put_zeros(FILE *f, uint64_t n) {
@@ -690,10 +707,18 @@ llambda_status llambda_gguf_writer_write(llambda_gguf_writer *w, const char *pat
         off += (t->nbytes + a - 1) / a * a;
     }
     if (ok && nt) ok = put_zeros(f, (pos + a - 1) / a * a - pos) == 0;
+    llambda_status st = LLAMBDA_OK;
     for (int64_t i = 0; ok && i < nt; i++) {
         wtensor *t = &w->tensors[i];
-        ok = fwrite(t->data, 1, t->nbytes, f) == t->nbytes && put_zeros(f, (t->nbytes + a - 1) / a * a - t->nbytes) == 0;
+        uint8_t *data = t->data;
+        if (t->fill) {
+            if (!(data = malloc(t->nbytes ? t->nbytes : 1))) { st = ll_error(LLAMBDA_ERR_NOMEM, "%s: out of memory for tensor %s", path, t->name); break; }
+            if ((st = t->fill(t->user, t->name, data, t->nbytes))) { free(data); break; }
+        }
+        ok = fwrite(data, 1, t->nbytes, f) == t->nbytes && put_zeros(f, (t->nbytes + a - 1) / a * a - t->nbytes) == 0;
+        if (t->fill) free(data);
     }
     if (fclose(f) != 0) ok = 0;
+    if (st) return st;
     return ok ? LLAMBDA_OK : ll_error(LLAMBDA_ERR_IO, "%s: write failed", path);
 }

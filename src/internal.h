@@ -88,6 +88,9 @@ static inline int ll_nearest_int(float v) {
  * vec_dot(n, weight_row, converted_activations). */
 typedef void (*ll_vec_dot_fn)(int64_t n, float *out, const void *w, const void *x);
 typedef void (*ll_from_float_fn)(const float *x, void *y, int64_t n);
+/* Eight rows (stride bytes apart) against one activation row; out[r] must equal the
+ * single-row vec_dot of row r bit for bit. */
+typedef void (*ll_vec_dot_x8_fn)(int64_t n, float *out, const void *w, size_t stride, const void *x);
 
 typedef struct ll_compute_traits {
     int vec_dot_type;
@@ -98,6 +101,7 @@ typedef struct ll_compute_traits {
 typedef struct ll_kernels {
     const char *isa;
     ll_vec_dot_fn vec_dot[LLAMBDA_TYPE_COUNT];       /* by weight type */
+    ll_vec_dot_x8_fn vec_dot_x8[LLAMBDA_TYPE_COUNT]; /* optional 8-row variants */
     ll_from_float_fn from_float[LLAMBDA_TYPE_COUNT]; /* by activation type */
     float (*dot_f16_f16)(const uint16_t *a, const uint16_t *b, int64_t n);  /* attention q·k */
 } ll_kernels;

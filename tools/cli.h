@@ -8,4 +8,7 @@ int cmd_run(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 #endif

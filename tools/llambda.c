@@ -12,7 +12,10 @@ static void usage(void) {
         "  eval     -m MODEL (--tokens 1,2|-p TEXT) [-n N] --logits-out FILE\n"
         "  tokenize -m MODEL -p TEXT [--no-bos]\n"
         "  info     FILE                                GGUF header, metadata and tensors\n"
-        "  tensor   FILE NAME [-o OUT.f32]               dequantize one tensor\n\n"
+        "  tensor   FILE NAME [-o OUT.f32]               dequantize one tensor\n"
+        "  quantize IN.gguf OUT.gguf TYPE               Q8_0 Q4_0 Q4_K_M Q5_K_M Q6_K F16 BF16\n"
+        "  synth    --preset NAME -o OUT.gguf [--type T] random-weight model with real shapes\n"
+        "  bench    -m MODEL [-p 512] [-n 128] [-t T] [-r R] [-o md|json]\n\n"
         "run 'llambda COMMAND --help' for a command's options.\n");
 }
 
@@ -25,6 +28,9 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "chat")) return cmd_chat(argc - 1, argv + 1);
     if (!strcmp(c, "eval")) return cmd_eval(argc - 1, argv + 1);
     if (!strcmp(c, "tokenize")) return cmd_tokenize(argc - 1, argv + 1);
+    if (!strcmp(c, "quantize")) return cmd_quantize(argc - 1, argv + 1);
+    if (!strcmp(c, "synth")) return cmd_synth(argc - 1, argv + 1);
+    if (!strcmp(c, "bench")) return cmd_bench(argc - 1, argv + 1);
     if (!strcmp(c, "--version")) { printf("llambda %s\n", LLAMBDA_VERSION); return 0; }
     fprintf(stderr, "llambda: unknown command '%s'\n", c);
     usage();

@@ -114,7 +114,8 @@ static inline void k4_scales(const uint8_t *q, uint8_t *sc, uint8_t *mn) {
     for (int j = 0; j < 8; j++) ll_get_scale_min_k4(j, q, &sc[j], &mn[j]);
 }
 
-static void dot_q4_K(int64_t n, float *s, const void *w, const void *x) {
+void ll_avx2_dot_q4_K(int64_t n, float *s, const void *w, const void *x);
+void ll_avx2_dot_q4_K(int64_t n, float *s, const void *w, const void *x) {
     const block_q4_K *a = w; const block_q8_K *b = x;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     float acc = 0, accm = 0;
@@ -136,6 +137,87 @@ static void dot_q4_K(int64_t n, float *s, const void *w, const void *x) {
         accm = fmaf((float)msum, b[i].d * LL_FP16(a[i].dmin), accm);
     }
     *s = acc - accm;
+}
+
+/* Q4_K/Q5_K scales and mins unpacked with 32-bit masks: bytes 0-7 of the result are the
+ * eight 6-bit scales, bytes 8-15 the eight 6-bit mins (same values as ll_get_scale_min_k4). */
+static inline void k4_unpack(const uint8_t *q, uint32_t u[4]) {
+    uint32_t a, b, c;
+    memcpy(&a, q, 4); memcpy(&b, q + 4, 4); memcpy(&c, q + 8, 4);
+    u[0] = a & 0x3f3f3f3fu;
+    u[1] = (c & 0x0f0f0f0fu) | (((a >> 6) & 0x03030303u) << 4);
+    u[2] = b & 0x3f3f3f3fu;
+    u[3] = ((c >> 4) & 0x0f0f0f0fu) | (((b >> 6) & 0x03030303u) << 4);
+}
+
+/* Eight int32 vectors -> one vector of their eight totals (exact). */
+static inline __m256i sum8x8(__m256i v[8]) {
+    __m256i t01 = _mm256_hadd_epi32(v[0], v[1]), t23 = _mm256_hadd_epi32(v[2], v[3]);
+    __m256i t45 = _mm256_hadd_epi32(v[4], v[5]), t67 = _mm256_hadd_epi32(v[6], v[7]);
+    __m256i u0 = _mm256_hadd_epi32(t01, t23), u1 = _mm256_hadd_epi32(t45, t67);
+    return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
+}
+
+static inline __m256 load_d8(const uint8_t *first, size_t stride, size_t off) {
+    uint16_t h[8];
+    for (int r = 0; r < 8; r++) memcpy(&h[r], first + (size_t)r * stride + off, 2);
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+}
+
+/* Eight Q4_K rows against one activation row: out[r] equals dot_q4_K on row r.
+ * Pass 1 walks the rows one after another (one contiguous stream of memory) and parks
+ * each block's integer lane sums in an L1-sized buffer; pass 2 reduces them per block and
+ * applies the per-row fused multiply-adds, eight rows per vector. */
+#define X8_MAX_BLOCKS 64
+#define PREFETCH_AHEAD 2048   /* bytes ahead in the weight stream */
+static void dot_q4_K_x8(int64_t n, float *out, const void *w, size_t stride, const void *x) {
+    const uint8_t *wb = w;
+    const block_q8_K *b = x;
+    int64_t nb = n / QK_K;
+    if (nb > X8_MAX_BLOCKS) {
+        for (int r = 0; r < 8; r++) ll_avx2_dot_q4_K(n, &out[r], wb + (size_t)r * stride, x);
+        return;
+    }
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256i sums[X8_MAX_BLOCKS][8];
+    __m128i mins[X8_MAX_BLOCKS][8];
+    for (int r = 0; r < 8; r++) {
+        const block_q4_K *a = (const block_q4_K *)(wb + (size_t)r * stride);
+        for (int64_t i = 0; i < nb; i++) {
+            /* the rows are contiguous: keep the stream ahead of us in flight */
+            _mm_prefetch((const char *)&a[i] + PREFETCH_AHEAD, _MM_HINT_T0);
+            _mm_prefetch((const char *)&a[i] + PREFETCH_AHEAD + 64, _MM_HINT_T0);
+            _mm_prefetch((const char *)&a[i] + PREFETCH_AHEAD + 128, _MM_HINT_T0);
+            uint32_t u[4];
+            k4_unpack(a[i].scales, u);
+            const uint8_t *sc = (const uint8_t *)u;
+            __m256i sumi = _mm256_setzero_si256();
+            for (int j = 0; j < 4; j++) {
+                __m256i q4 = _mm256_loadu_si256((const __m256i *)(a[i].qs + 32 * j));
+                __m256i pl = mul_u8_i8_pairs(_mm256_and_si256(q4, m4), _mm256_loadu_si256((const __m256i *)(b[i].qs + 64 * j)));
+                __m256i ph = mul_u8_i8_pairs(_mm256_and_si256(_mm256_srli_epi16(q4, 4), m4), _mm256_loadu_si256((const __m256i *)(b[i].qs + 64 * j + 32)));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pl, _mm256_set1_epi16(sc[2 * j])));
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(ph, _mm256_set1_epi16(sc[2 * j + 1])));
+            }
+            sums[i][r] = sumi;
+            __m128i q8s = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)b[i].bsums), _mm_loadu_si128((const __m128i *)(b[i].bsums + 8)));
+            mins[i][r] = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(sc + 8))), q8s);
+        }
+    }
+    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        size_t off = (size_t)i * sizeof(block_q4_K);
+        __m256i m[4];
+        for (int k = 0; k < 4; k++) m[k] = _mm256_set_m128i(mins[i][2 * k + 1], mins[i][2 * k]);
+        __m256i ma = _mm256_hadd_epi32(m[0], m[1]), mb = _mm256_hadd_epi32(m[2], m[3]);
+        __m256i mt = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(ma, mb), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        __m256 yd = _mm256_set1_ps(b[i].d);
+        __m256 d = _mm256_mul_ps(yd, load_d8(wb, stride, off));
+        __m256 dmin = _mm256_mul_ps(yd, load_d8(wb, stride, off + 2));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum8x8(sums[i])), d, acc);
+        accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mt), dmin, accm);
+    }
+    _mm256_storeu_ps(out, _mm256_sub_ps(acc, accm));
 }
 
 static void dot_q5_K(int64_t n, float *s, const void *w, const void *x) {
@@ -174,6 +256,10 @@ static void dot_q6_K(int64_t n, float *s, const void *w, const void *x) {
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
         float d = b[i].d * LL_FP16(a[i].d);
+        _mm_prefetch((const char *)&a[i] + PREFETCH_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)&a[i] + PREFETCH_AHEAD + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)&a[i] + PREFETCH_AHEAD + 128, _MM_HINT_T0);
+        _mm_prefetch((const char *)&a[i] + PREFETCH_AHEAD + 192, _MM_HINT_T0);
         __m256i sumi = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
             __m256i l0 = _mm256_loadu_si256((const __m256i *)(a[i].ql + 64 * h));
@@ -227,7 +313,8 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->vec_dot[LLAMBDA_TYPE_F16] = dot_f16;
     k->vec_dot[LLAMBDA_TYPE_Q8_0] = dot_q8_0;
     k->vec_dot[LLAMBDA_TYPE_Q4_0] = dot_q4_0;
-    k->vec_dot[LLAMBDA_TYPE_Q4_K] = dot_q4_K;
+    k->vec_dot[LLAMBDA_TYPE_Q4_K] = ll_avx2_dot_q4_K;
+    k->vec_dot_x8[LLAMBDA_TYPE_Q4_K] = dot_q4_K_x8;
     k->vec_dot[LLAMBDA_TYPE_Q5_K] = dot_q5_K;
     k->vec_dot[LLAMBDA_TYPE_Q6_K] = dot_q6_K;
     k->dot_f16_f16 = dot_f16_f16;

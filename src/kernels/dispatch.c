@@ -39,3 +39,5 @@ int ll_vec_dot_type(int t) {
     }
     return -1;
 }
+
+const char *llambda_isa(void) { return ll_kernels_get()->isa; }

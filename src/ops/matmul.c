@@ -12,6 +12,7 @@ typedef struct matmul_job {
     int n_tok;
     float *y;
     ll_vec_dot_fn dot;
+    ll_vec_dot_x8_fn dot8;
 } matmul_job;
 
 #define ROW_TILE 8
@@ -26,6 +27,10 @@ static void matmul_task(void *arg, int ith, int nth) {
         for (int t = 0; t < j->n_tok; t++) {
             const uint8_t *xq = j->xq + (size_t)t * j->xq_row;
             float *yt = j->y + (size_t)t * (size_t)rows;
+            if (j->dot8 && r1 - r0 == 8) {
+                j->dot8(j->w->cols, &yt[r0], j->w->data + (size_t)r0 * j->w->row_bytes, j->w->row_bytes, xq);
+                continue;
+            }
             for (int64_t r = r0; r < r1; r++)
                 j->dot(j->w->cols, &yt[r], j->w->data + (size_t)r * j->w->row_bytes, xq);
         }
@@ -37,7 +42,7 @@ void ll_matmul(struct llambda_context *c, const ll_weight *w, const float *x, in
     int vdt = ll_vec_dot_type(w->type);
     size_t xq_row = (size_t)llambda_type_row_bytes(vdt, w->cols);
     for (int t = 0; t < n_tok; t++) k->from_float[vdt](x + (size_t)t * (size_t)w->cols, c->qbuf + (size_t)t * xq_row, w->cols);
-    matmul_job j = {w, c->qbuf, xq_row, n_tok, y, k->vec_dot[w->type]};
+    matmul_job j = {w, c->qbuf, xq_row, n_tok, y, k->vec_dot[w->type], k->vec_dot_x8[w->type]};
     ll_pool_run(c->pool, matmul_task, &j);
 }
 

@@ -1,0 +1,318 @@
+/* `llambda quantize`, `synth` and `bench`. */
+#define _POSIX_C_SOURCE 200809L
+#include "cli.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec; }
+
+static bool print_progress(float p, const char *what, void *user) {
+    (void)user;
+    fprintf(stderr, "\r[%3.0f%%] %-48s", 100.0 * p, what);
+    if (p >= 1.0f) fprintf(stderr, "\n");
+    return true;
+}
+
+/* ------------------------------------------------------------------ quantize */
+
+int cmd_quantize(int argc, char **argv) {
+    int threads = 0;
+    const char *pos[3] = {0};
+    int np = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-t") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (np < 3) pos[np++] = argv[i];
+    }
+    if (np != 3) { fprintf(stderr, "usage: llambda quantize IN.gguf OUT.gguf TYPE [-t THREADS]\n  TYPE: Q8_0 Q4_0 Q4_K_M Q5_K_M Q6_K F16 BF16 F32\n"); return 2; }
+    int ft = llambda_ftype_from_name(pos[2]);
+    if (ft < 0) { fprintf(stderr, "llambda: unknown type '%s' (Q8_0 Q4_0 Q4_K_M Q5_K_M Q6_K F16 BF16 F32)\n", pos[2]); return 2; }
+    double t0 = now();
+    if (llambda_quantize_file(pos[0], pos[1], ft, threads, print_progress, NULL)) {
+        fprintf(stderr, "\nllambda: %s\n", llambda_last_error());
+        return 1;
+    }
+    fprintf(stderr, "quantized %s -> %s (%s) in %.1f s\n", pos[0], pos[1], llambda_ftype_name(ft), now() - t0);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ synth */
+
+typedef struct preset {
+    const char *name, *arch;
+    int n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_vocab, ctx, tied, qkv_bias;
+    float rope_base, eps, llama3_factor;   /* llama3_factor > 0: write rope_freqs */
+} preset;
+
+static const preset presets[] = {
+    {"llama-3.2-1b", "llama", 2048, 16, 32, 8, 64, 8192, 128256, 131072, 1, 0, 500000.f, 1e-5f, 32.f},
+    {"llama-3.1-8b", "llama", 4096, 32, 32, 8, 128, 14336, 128256, 131072, 0, 0, 500000.f, 1e-5f, 8.f},
+    {"qwen2.5-0.5b", "qwen2", 896, 24, 14, 2, 64, 4864, 151936, 32768, 1, 1, 1000000.f, 1e-6f, 0.f},
+    {"tiny", "llama", 256, 2, 4, 2, 64, 512, 2048, 4096, 0, 0, 500000.f, 1e-5f, 8.f},
+};
+
+typedef struct synth {
+    const preset *p;
+    int dst_type_unused;
+    uint64_t seed;
+} synth;
+
+static uint64_t hash_name(const char *s, uint64_t seed) {
+    uint64_t h = 1469598103934665603ull ^ seed;
+    for (; *s; s++) { h ^= (uint8_t)*s; h *= 1099511628211ull; }
+    return h;
+}
+
+typedef struct fill_ctx { const preset *p; uint64_t seed; int type; int64_t ne0, rows; } fill_ctx;
+
+/* Random weights: uniform with the variance of N(0, 0.02²) for matrices, ones for norms,
+ * llama3 factors for rope_freqs, quantized row by row into the tensor's type. */
+static llambda_status fill(void *user, const char *name, void *dst, uint64_t nbytes) {
+    const preset *p = ((fill_ctx *)user)->p;
+    uint64_t state = hash_name(name, ((fill_ctx *)user)->seed) | 1;
+    const llambda_type_traits *tt = NULL;
+    int type = -1;
+    int64_t ne0 = 0, rows = 0;
+    /* the writer passes one fill_ctx per tensor */
+    fill_ctx *fc = user;
+    type = fc->type; ne0 = fc->ne0; rows = fc->rows;
+    tt = llambda_type_get(type);
+    float *row = malloc((size_t)ne0 * sizeof *row);
+    if (!row) return LLAMBDA_ERR_NOMEM;
+    size_t rb = (size_t)llambda_type_row_bytes(type, ne0);
+    int is_norm = strstr(name, "norm") != NULL, is_rope = !strcmp(name, "rope_freqs.weight");
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t i = 0; i < ne0; i++) {
+            if (is_norm) { row[i] = 1.0f; continue; }
+            if (is_rope) {
+                /* llama3 scaling: low 1, high 4, original context 8192 */
+                double freq = pow(p->rope_base, -2.0 * (double)i / p->head_dim), wl = 2 * M_PI / freq;
+                double lo = 8192.0 / 1.0, hi = 8192.0 / 4.0, f = p->llama3_factor;
+                if (wl < hi) row[i] = 1.0f;
+                else if (wl > lo) row[i] = (float)f;
+                else { double sm = (8192.0 / wl - 1.0) / 3.0; row[i] = (float)(1.0 / ((1 - sm) / f + sm)); }
+                continue;
+            }
+            state ^= state << 13; state ^= state >> 7; state ^= state << 17;
+            row[i] = (float)((double)(state >> 11) * 0x1.0p-53 * 2.0 - 1.0) * 0.0346f; /* σ = 0.02 */
+        }
+        tt->quantize_row(row, (uint8_t *)dst + (size_t)r * rb, ne0);
+    }
+    (void)nbytes;
+    free(row);
+    return LLAMBDA_OK;
+}
+
+static int add(llambda_gguf_writer *w, fill_ctx *fcs, int *nf, const preset *p, uint64_t seed, int ftype,
+               const char *name, int64_t ne0, int64_t ne1, int i_kind, int n_kind) {
+    int64_t ne[2] = {ne0, ne1};
+    int nd = ne1 ? 2 : 1;
+    int type = llambda_quant_tensor_type(ftype, name, nd, ne, LLAMBDA_TYPE_F32, i_kind, n_kind, !p->tied, 0);
+    fill_ctx *fc = &fcs[(*nf)++];
+    *fc = (fill_ctx){p, seed, type, ne0, ne1 ? ne1 : 1};
+    return llambda_gguf_add_tensor_fn(w, name, type, nd, ne, fill, fc) != LLAMBDA_OK;
+}
+
+static void synth_vocab(llambda_gguf_writer *w, const preset *p) {
+    int n = p->n_vocab, llama = !strcmp(p->arch, "llama");
+    char **toks = malloc((size_t)n * sizeof *toks);
+    int32_t *types = malloc((size_t)n * sizeof *types);
+    /* 256 byte tokens in GPT-2's byte-to-unicode form, filler words, then specials */
+    for (int b = 0; b < 256; b++) {
+        int printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
+        int k = 0;
+        if (!printable) for (int i = 0; i < b; i++) k += !((i >= 0x21 && i <= 0x7E) || (i >= 0xA1 && i <= 0xAC) || (i >= 0xAE));
+        unsigned cp = printable ? (unsigned)b : 0x100u + (unsigned)k;
+        char *s = malloc(4);
+        if (cp < 0x80) { s[0] = (char)cp; s[1] = 0; }
+        else { s[0] = (char)(0xC0 | (cp >> 6)); s[1] = (char)(0x80 | (cp & 0x3F)); s[2] = 0; }
+        toks[b] = s; types[b] = 1;
+    }
+    const char *specials_llama[] = {"<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<|eom_id|>"};
+    const char *specials_qwen[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
+    const char **sp = llama ? specials_llama : specials_qwen;
+    int nsp = llama ? 6 : 3;
+    for (int i = 256; i < n; i++) {
+        char buf[32];
+        if (i >= n - nsp) { toks[i] = strdup(sp[i - (n - nsp)]); types[i] = 3; continue; }
+        snprintf(buf, sizeof buf, "\xc4\xa0w%d", i);  /* "Ġw123": a space-prefixed word */
+        toks[i] = strdup(buf); types[i] = 1;
+    }
+    llambda_gguf_set_str(w, "tokenizer.ggml.model", "gpt2");
+    llambda_gguf_set_str(w, "tokenizer.ggml.pre", llama ? "llama-bpe" : "qwen2");
+    llambda_gguf_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)toks, (uint64_t)n);
+    llambda_gguf_set_arr(w, "tokenizer.ggml.token_type", LLAMBDA_GGUF_I32, types, (uint64_t)n);
+    const char *no_merges[1] = {""};
+    llambda_gguf_set_arr_str(w, "tokenizer.ggml.merges", no_merges, 0);
+    llambda_gguf_set_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)(n - nsp));
+    llambda_gguf_set_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)(llama ? n - nsp + 1 : n - 1));
+    llambda_gguf_set_bool(w, "tokenizer.ggml.add_bos_token", llama);
+    llambda_gguf_set_str(w, "tokenizer.chat_template", llama
+        ? "{% for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>\n\n{{ m.content | trim }}<|eot_id|>{% endfor %}"
+        : "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}");
+    for (int i = 0; i < n; i++) free(toks[i]);
+    free(toks); free(types);
+}
+
+int cmd_synth(int argc, char **argv) {
+    const char *arch = NULL, *pname = NULL, *out = NULL, *type = "Q4_K_M";
+    uint64_t seed = 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--arch") && i + 1 < argc) arch = argv[++i];
+        else if (!strcmp(argv[i], "--preset") && i + 1 < argc) pname = argv[++i];
+        else if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
+        else if (!strcmp(argv[i], "--type") && i + 1 < argc) type = argv[++i];
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
+        else { fprintf(stderr, "llambda synth: unknown option '%s'\n", argv[i]); return 2; }
+    }
+    const preset *p = NULL;
+    for (size_t i = 0; pname && i < sizeof presets / sizeof *presets; i++) if (!strcmp(presets[i].name, pname)) p = &presets[i];
+    if (!p || !out) {
+        fprintf(stderr, "usage: llambda synth [--arch llama|qwen2] --preset NAME -o OUT.gguf [--type Q4_K_M] [--seed N]\n  presets:");
+        for (size_t i = 0; i < sizeof presets / sizeof *presets; i++) fprintf(stderr, " %s", presets[i].name);
+        fprintf(stderr, "\n");
+        return 2;
+    }
+    if (arch && strcmp(arch, p->arch)) { fprintf(stderr, "llambda: preset %s is a %s model, not %s\n", p->name, p->arch, arch); return 2; }
+    int ft = llambda_ftype_from_name(type);
+    if (ft < 0) { fprintf(stderr, "llambda: unknown type '%s'\n", type); return 2; }
+    llambda_gguf_writer *w = llambda_gguf_writer_new();
+    char key[128];
+#define K(suffix) (snprintf(key, sizeof key, "%s.%s", p->arch, suffix), key)
+    llambda_gguf_set_str(w, "general.architecture", p->arch);
+    char name[96];
+    snprintf(name, sizeof name, "synthetic %s (random weights)", p->name);
+    llambda_gguf_set_str(w, "general.name", name);
+    llambda_gguf_set_u32(w, "general.file_type", (uint32_t)ft);
+    llambda_gguf_set_u32(w, K("context_length"), (uint32_t)p->ctx);
+    llambda_gguf_set_u32(w, K("embedding_length"), (uint32_t)p->n_embd);
+    llambda_gguf_set_u32(w, K("block_count"), (uint32_t)p->n_layer);
+    llambda_gguf_set_u32(w, K("feed_forward_length"), (uint32_t)p->n_ff);
+    llambda_gguf_set_u32(w, K("attention.head_count"), (uint32_t)p->n_head);
+    llambda_gguf_set_u32(w, K("attention.head_count_kv"), (uint32_t)p->n_head_kv);
+    llambda_gguf_set_u32(w, K("attention.key_length"), (uint32_t)p->head_dim);
+    llambda_gguf_set_u32(w, K("attention.value_length"), (uint32_t)p->head_dim);
+    llambda_gguf_set_u32(w, K("rope.dimension_count"), (uint32_t)p->head_dim);
+    llambda_gguf_set_f32(w, K("rope.freq_base"), p->rope_base);
+    llambda_gguf_set_f32(w, K("attention.layer_norm_rms_epsilon"), p->eps);
+    synth_vocab(w, p);
+    int d = p->n_embd, qd = p->n_head * p->head_dim, kvd = p->n_head_kv * p->head_dim, L = p->n_layer;
+    fill_ctx *fcs = calloc((size_t)(16 * L + 8), sizeof *fcs);
+    int nf = 0, err = 0;
+    err |= add(w, fcs, &nf, p, seed, ft, "token_embd.weight", d, p->n_vocab, 0, 0);
+    err |= add(w, fcs, &nf, p, seed, ft, "output_norm.weight", d, 0, 0, 0);
+    if (!p->tied) err |= add(w, fcs, &nf, p, seed, ft, "output.weight", d, p->n_vocab, 0, 0);
+    if (p->llama3_factor > 0) err |= add(w, fcs, &nf, p, seed, ft, "rope_freqs.weight", p->head_dim / 2, 0, 0, 0);
+    for (int l = 0; l < L; l++) {
+        char n[64];
+#define T(suffix, a, b, ik) (snprintf(n, sizeof n, "blk.%d." suffix, l), err |= add(w, fcs, &nf, p, seed, ft, n, a, b, ik, L))
+        T("attn_norm.weight", d, 0, 0);
+        T("attn_q.weight", d, qd, 0);
+        T("attn_k.weight", d, kvd, 0);
+        T("attn_v.weight", d, kvd, l);
+        T("attn_output.weight", qd, d, 0);
+        if (p->qkv_bias) { T("attn_q.bias", qd, 0, 0); T("attn_k.bias", kvd, 0, 0); T("attn_v.bias", kvd, 0, 0); }
+        T("ffn_norm.weight", d, 0, 0);
+        T("ffn_gate.weight", d, p->n_ff, 0);
+        T("ffn_up.weight", d, p->n_ff, 0);
+        T("ffn_down.weight", p->n_ff, d, l);
+#undef T
+    }
+    double t0 = now();
+    llambda_status st = err ? LLAMBDA_ERR_ARG : llambda_gguf_writer_write(w, out);
+    llambda_gguf_writer_free(w);
+    free(fcs);
+    if (st) { fprintf(stderr, "llambda: %s\n", llambda_last_error()); return 1; }
+    fprintf(stderr, "wrote %s: %s, %s, in %.1f s\n", out, p->name, llambda_ftype_name(ft), now() - t0);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ bench */
+
+static void stats(const double *v, int n, double *mean, double *sd) {
+    double s = 0, q = 0;
+    for (int i = 0; i < n; i++) s += v[i];
+    *mean = s / n;
+    for (int i = 0; i < n; i++) q += (v[i] - *mean) * (v[i] - *mean);
+    *sd = n > 1 ? sqrt(q / (n - 1)) : 0;
+}
+
+int cmd_bench(int argc, char **argv) {
+    const char *model = NULL, *fmt = "md";
+    int pp = 512, tg = 128, threads = 0, reps = 5;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-m") && i + 1 < argc) model = argv[++i];
+        else if (!strcmp(argv[i], "-p") && i + 1 < argc) pp = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-n") && i + 1 < argc) tg = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-t") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-o") && i + 1 < argc) fmt = argv[++i];
+        else { fprintf(stderr, "usage: llambda bench -m MODEL [-p 512] [-n 128] [-t THREADS] [-r REPS] [-o md|json]\n"); return 2; }
+    }
+    if (!model || reps < 1 || pp < 0 || tg < 0) { fprintf(stderr, "usage: llambda bench -m MODEL [-p 512] [-n 128] [-t THREADS] [-r REPS] [-o md|json]\n"); return 2; }
+    llambda_model_params mp = llambda_model_default_params();
+    mp.n_threads = threads;
+    llambda_model *m;
+    if (llambda_model_load(model, &mp, &m)) { fprintf(stderr, "llambda: %s\n", llambda_last_error()); return 1; }
+    llambda_context_params cp = llambda_context_default_params();
+    cp.n_ctx = pp + tg + 1; cp.n_threads = threads;
+    llambda_context *c;
+    if (llambda_context_create(m, &cp, &c)) { fprintf(stderr, "llambda: %s\n", llambda_last_error()); llambda_model_free(m); return 1; }
+    int V = llambda_model_n_vocab(m), nthr = threads ? threads : 0;
+    int n_toks = pp > 1 ? pp : 1;
+    int32_t *toks = malloc((size_t)n_toks * sizeof *toks);
+    uint64_t r = 42;
+    for (int i = 0; i < n_toks; i++) { r = r * 6364136223846793005ull + 1442695040888963407ull; toks[i] = (int32_t)((r >> 33) % (uint64_t)V); }
+    double *pps = calloc((size_t)reps, sizeof *pps), *tgs = calloc((size_t)reps, sizeof *tgs);
+    /* warm-up: touch the weights once */
+    llambda_status st = llambda_eval(c, toks, n_toks < 16 ? n_toks : 16);
+    for (int k = 0; k < reps && !st; k++) {
+        if (pp > 0) {
+            llambda_context_reset(c);
+            double t0 = now();
+            st = llambda_eval(c, toks, pp);
+            pps[k] = pp / (now() - t0);
+        }
+        if (tg > 0) {
+            llambda_context_reset(c);
+            int32_t t = toks[0];
+            double t0 = now();
+            for (int i = 0; i < tg && !st; i++) { st = llambda_eval(c, &t, 1); t = (t * 31 + 7) % V; }
+            tgs[k] = tg / (now() - t0);
+        }
+    }
+    if (st) {
+        fprintf(stderr, "llambda: bench: %s\n", llambda_last_error());
+        free(pps); free(tgs); free(toks); llambda_context_free(c); llambda_model_free(m);
+        return 1;
+    }
+    double pm, ps, tm, ts;
+    stats(pps, reps, &pm, &ps);
+    stats(tgs, reps, &tm, &ts);
+    double size_mib = (double)llambda_model_size_bytes(m) / (1024.0 * 1024.0), params_b = (double)llambda_model_n_params(m) / 1e9;
+    const char *ft = llambda_ftype_name((int)llambda_gguf_get_u32(llambda_model_gguf(m), "general.file_type", 0));
+    if (!strcmp(fmt, "json")) {
+        printf("[\n");
+        int first = 1;
+        for (int pass = 0; pass < 2; pass++) {
+            int np = pass == 0 ? pp : 0, ng = pass == 0 ? 0 : tg;
+            if ((pass == 0 && !pp) || (pass == 1 && !tg)) continue;
+            printf("%s  {\"model_filename\": \"%s\", \"model_type\": \"%s %s\", \"model_size\": %llu, \"model_n_params\": %lld, "
+                   "\"n_threads\": %d, \"n_prompt\": %d, \"n_gen\": %d, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"isa\": \"%s\"}",
+                   first ? "" : ",\n", model, llambda_model_arch(m), ft ? ft : "?", (unsigned long long)llambda_model_size_bytes(m),
+                   (long long)llambda_model_n_params(m), nthr, np, ng, pass == 0 ? pm : tm, pass == 0 ? ps : ts, llambda_isa());
+            first = 0;
+        }
+        printf("\n]\n");
+    } else {
+        printf("| model | size | params | isa | threads | test | t/s |\n|---|---:|---:|---|---:|---:|---:|\n");
+        if (pp) printf("| %s %s | %.2f MiB | %.2f B | %s | %d | pp%d | %.2f ± %.2f |\n", llambda_model_arch(m), ft ? ft : "?", size_mib, params_b, llambda_isa(), nthr, pp, pm, ps);
+        if (tg) printf("| %s %s | %.2f MiB | %.2f B | %s | %d | tg%d | %.2f ± %.2f |\n", llambda_model_arch(m), ft ? ft : "?", size_mib, params_b, llambda_isa(), nthr, tg, tm, ts);
+    }
+    free(pps); free(tgs); free(toks);
+    llambda_context_free(c);
+    llambda_model_free(m);
+    return 0;
+}
