@@ -36,7 +36,7 @@ $(BUILD)/libllambda.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
 $(BUILD)/libllambda.so: $(LIB_OBJ)
-	$(CC) $(CFLAGS_BASE) -shared -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS_BASE) -shared -Wl,-soname,libllambda.so.0 -o $@ $^ $(LDLIBS)
 
 $(BUILD)/llambda: tools/llambda.c $(wildcard tools/*.c tools/*.h) $(BUILD)/libllambda.a
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $(filter %.c,$^) $(BUILD)/libllambda.a $(LDLIBS)
@@ -48,7 +48,25 @@ $(BUILD)/tests/%: tests/%.c tests/harness.h $(BUILD)/libllambda.a
 test: all
 	@sh tests/run.sh $(BUILD)
 
+# Installs the static and shared library, the header, a pkg-config file, the CLI and the
+# default model under $(DESTDIR)$(PREFIX).
+install: $(BUILD)/libllambda.a $(BUILD)/libllambda.so $(BUILD)/llambda
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/llambda
+	install -m 644 $(BUILD)/libllambda.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BUILD)/libllambda.so $(DESTDIR)$(PREFIX)/lib/libllambda.so.0
+	ln -sf libllambda.so.0 $(DESTDIR)$(PREFIX)/lib/libllambda.so
+	install -m 644 include/llambda.h $(DESTDIR)$(PREFIX)/include/
+	install -m 755 $(BUILD)/llambda $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 models/stories260K.gguf models/README.md $(DESTDIR)$(PREFIX)/share/llambda/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/#define LLAMBDA_VERSION "\(.*\)"/\1/p' include/llambda.h)|' \
+	    llambda.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/llambda.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/lib/libllambda.a $(DESTDIR)$(PREFIX)/lib/libllambda.so $(DESTDIR)$(PREFIX)/lib/libllambda.so.0 \
+	      $(DESTDIR)$(PREFIX)/include/llambda.h $(DESTDIR)$(PREFIX)/bin/llambda $(DESTDIR)$(PREFIX)/lib/pkgconfig/llambda.pc
+	rm -rf $(DESTDIR)$(PREFIX)/share/llambda
+
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all test clean
+.PHONY: all test clean install uninstall

@@ -313,6 +313,8 @@ typedef struct llambda_context_params {
     int n_batch;             /* max tokens per forward chunk (0: 512) */
     int logits;              /* llambda_logits_policy for llambda_eval */
     int kv_type;             /* llambda_kv_type */
+    bool shared_pool;        /* use the model's thread pool (contexts take turns) instead of
+                                owning n_threads workers */
     llambda_sampler_params sampling;
 } llambda_context_params;
 

@@ -74,7 +74,17 @@ llambda_status llambda_context_create(llambda_model *m, const llambda_context_pa
     c->want = xcalloc(nb, 1, &fail);
     c->n_logits_rows = 1;
     c->logits = xcalloc((size_t)h->n_vocab, 4, &fail);
-    if (!fail && !(c->pool = ll_pool_create(n_threads))) fail = 1;
+    if (!fail && p.shared_pool) {
+        pthread_mutex_lock(&m->pool_once);
+        if (!m->shared_pool) m->shared_pool = ll_pool_create(m->n_threads);
+        c->pool = m->shared_pool;
+        pthread_mutex_unlock(&m->pool_once);
+        if (!c->pool) fail = 1;
+    } else if (!fail) {
+        c->pool = ll_pool_create(n_threads);
+        c->owns_pool = c->pool != NULL;
+        if (!c->pool) fail = 1;
+    }
     c->scores_stride = (size_t)h->head_dim + 16;  /* f16 q and accumulator */
     if (!fail) c->scores = xcalloc((size_t)ll_pool_size(c->pool) * c->scores_stride, 4, &fail);
     if (!fail && ll_sampler_init(&c->smp, h->n_vocab, &p.sampling)) fail = 1;
@@ -90,7 +100,7 @@ void llambda_context_free(llambda_context *c) {
     free(c->kv.k); free(c->kv.v);
     free(c->x); free(c->xb); free(c->xb2); free(c->q); free(c->k); free(c->v); free(c->att);
     free(c->hb); free(c->hb2); free(c->rope_cs); free(c->scores); free(c->qbuf); free(c->want); free(c->logits);
-    ll_pool_free(c->pool);
+    if (c->owns_pool) ll_pool_free(c->pool);
     ll_sampler_free(&c->smp);
     free(c);
 }

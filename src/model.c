@@ -170,6 +170,7 @@ llambda_status llambda_model_load(const char *path, const llambda_model_params *
     ll_init_tables();
     llambda_model *m = calloc(1, sizeof *m);
     if (!m) return ll_error(LLAMBDA_ERR_NOMEM, "out of memory");
+    pthread_mutex_init(&m->pool_once, NULL);
     if (p.progress && !p.progress(0.f, p.progress_user)) { free(m); return ll_error(LLAMBDA_ERR_ARG, "load cancelled"); }
     m->gguf = llambda_gguf_open(path);
     if (!m->gguf) { free(m); return LLAMBDA_ERR_FORMAT; }
@@ -219,6 +220,8 @@ fail:
 
 void llambda_model_free(llambda_model *m) {
     if (!m) return;
+    ll_pool_free(m->shared_pool);
+    pthread_mutex_destroy(&m->pool_once);
     ll_vocab_free(&m->vocab);
     llambda_gguf_close(m->gguf);
     free(m);

@@ -6,6 +6,7 @@
 #include "threads.h"
 #include "tokenizer/vocab.h"
 #include <stdatomic.h>
+#include <pthread.h>
 
 /* A weight bound from the file: rows of `cols` elements in its stored type. */
 typedef struct ll_weight {
@@ -57,6 +58,8 @@ struct llambda_model {
     ll_layer layers[LL_MAX_LAYERS];
     ll_vocab vocab;
     int n_threads;
+    ll_pool *shared_pool;              /* created on first use by a context asking for it */
+    pthread_mutex_t pool_once;
     int64_t n_params;
     uint64_t weight_bytes;
 };
@@ -96,6 +99,7 @@ struct llambda_context {
     int n_ctx, n_batch, pos;
     ll_kv_cache kv;
     ll_pool *pool;
+    bool owns_pool;
     atomic_int busy;
     /* scratch, sized at creation for n_batch tokens */
     float *x, *xb, *xb2, *q, *k, *v, *att, *hb, *hb2;

@@ -15,6 +15,7 @@ struct ll_pool {
     pthread_t *threads;
     pthread_mutex_t mu;
     pthread_cond_t wake;
+    pthread_mutex_t run_lock;   /* callers from several contexts take turns */
     atomic_uint generation;
     atomic_int pending;
     atomic_int stop;
@@ -53,6 +54,7 @@ ll_pool *ll_pool_create(int n) {
     p->n = n;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
+    pthread_mutex_init(&p->run_lock, NULL);
     p->threads = calloc((size_t)n, sizeof *p->threads);
     if (!p->threads) { free(p); return NULL; }
     for (int i = 1; i < n; i++) {
@@ -68,6 +70,7 @@ int ll_pool_size(const ll_pool *p) { return p->n; }
 
 void ll_pool_run(ll_pool *p, ll_task_fn fn, void *arg) {
     if (p->n == 1) { fn(arg, 0, 1); return; }
+    pthread_mutex_lock(&p->run_lock);
     p->fn = fn;
     p->arg = arg;
     atomic_store(&p->pending, p->n - 1);
@@ -77,6 +80,7 @@ void ll_pool_run(ll_pool *p, ll_task_fn fn, void *arg) {
     pthread_mutex_unlock(&p->mu);
     fn(arg, 0, p->n);
     while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) sched_yield();
+    pthread_mutex_unlock(&p->run_lock);
 }
 
 void ll_pool_free(ll_pool *p) {
@@ -87,6 +91,7 @@ void ll_pool_free(ll_pool *p) {
     pthread_mutex_unlock(&p->mu);
     for (int i = 1; i < p->n; i++) pthread_join(p->threads[i], NULL);
     pthread_mutex_destroy(&p->mu);
+    pthread_mutex_destroy(&p->run_lock);
     pthread_cond_destroy(&p->wake);
     free(p->threads);
     free(p);

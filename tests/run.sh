@@ -19,5 +19,7 @@ for t in "$BUILD"/tests/test_*; do
 done
 echo "== tests/test_cli.sh"
 run sh tests/test_cli.sh "$BUILD"
+echo "== tests/test_install.sh"
+run sh tests/test_install.sh "$BUILD"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -3,11 +3,21 @@
  * the same lane layout, the same final reduction — so results are bitwise identical
  * across ISAs. Compiled with -mavx2 -mfma -mf16c; used only after a cpuid check. */
 #include "../internal.h"
+#include <cpuid.h>
 #include <immintrin.h>
 
+/* cpuid: AVX2 (leaf 7 EBX 5), FMA (leaf 1 ECX 12), F16C (ECX 29), and the OS saving the
+ * YMM state (OSXSAVE, ECX 27, and XCR0 bits 1-2). */
 int ll_cpu_has_avx2(void) {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    int fma = (c >> 12) & 1, f16c = (c >> 29) & 1, osxsave = (c >> 27) & 1;
+    if (!fma || !f16c || !osxsave) return 0;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & 6) != 6) return 0;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+    return (b >> 5) & 1;
 }
 
 /* hsum8 of scalar.c: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) */
