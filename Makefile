@@ -38,8 +38,8 @@ $(BUILD)/libllambda.a: $(LIB_OBJ)
 $(BUILD)/libllambda.so: $(LIB_OBJ)
 	$(CC) $(CFLAGS_BASE) -shared -Wl,-soname,libllambda.so.0 -o $@ $^ $(LDLIBS)
 
-$(BUILD)/llambda: tools/llambda.c $(wildcard tools/*.c tools/*.h) $(BUILD)/libllambda.a
-	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $(filter %.c,$^) $(BUILD)/libllambda.a $(LDLIBS)
+$(BUILD)/llambda: tools/llambda.c $(wildcard tools/*.c tools/*.h server/*.c server/*.h) $(BUILD)/libllambda.a
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $(filter %.c,$^) $(BUILD)/libllambda.a $(LDLIBS) -lmicrohttpd -lcjson
 
 $(BUILD)/tests/%: tests/%.c tests/harness.h $(BUILD)/libllambda.a
 	@mkdir -p $(dir $@)

@@ -287,6 +287,7 @@ typedef struct llambda_sampler_params {
     float frequency_penalty;
     float presence_penalty;
     uint64_t seed;
+    bool ignore_eos;         /* contexts only: never sample end-of-generation tokens */
 } llambda_sampler_params;
 
 llambda_sampler_params llambda_sampler_default_params(void);
@@ -352,6 +353,16 @@ typedef struct llambda_generate_result {
     int stop_reason;         /* 0 eog, 1 length (n_predict), 2 callback, 3 stop string, 4 context full */
     double prompt_seconds, gen_seconds;
 } llambda_generate_result;
+
+/* Step-by-step generation, the loop llambda_generate runs (servers pull it one piece at a
+ * time). begin evaluates the prompt and claims the context until end; stop strings must
+ * stay valid until end. next samples and evaluates one token and writes its text (whole
+ * UTF-8 characters, stop strings held back) to text: returns 1 if generation goes on,
+ * 0 when it has finished (see the result), -1 on error. */
+llambda_status llambda_stream_begin(llambda_context *c, const int32_t *prompt, int n_prompt, int n_predict,
+                                    const char *const *stop, int n_stop);
+int llambda_stream_next(llambda_context *c, char *text, int size, int *len, int32_t *token);
+void llambda_stream_end(llambda_context *c, llambda_generate_result *res);
 
 /* Evaluate prompt tokens, then sample up to n_predict tokens (< 0: until the context is
  * full). Stops at an end-of-generation token, a stop string, or when cb returns false. */

@@ -113,6 +113,14 @@ struct llambda_context {
     int n_logits_rows, logits_first;  /* rows held; position of row 0 relative to last eval */
     int last_eval_n;
     ll_sampler smp;
+    struct ll_stream {                 /* step-wise generation state (llambda_stream_*) */
+        int active, n_predict, n_done, finished, pending_token;
+        const char *const *stop; int n_stop;
+        llambda_detok_stream ds;
+        char hold[600]; int n_hold;
+        llambda_generate_result res;
+        double t_start;
+    } st;
 };
 
 /* ---------------------------------------------------------------- ops (src/ops) */

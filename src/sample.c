@@ -102,11 +102,12 @@ static void top_k(cand *c, int n, int k) {
     qsort(c, (size_t)k, sizeof *c, cand_desc);
 }
 
-int32_t ll_sample_logits(ll_sampler *s, const float *logits, int n_vocab) {
+/* banned (optional): tokens that must not be drawn (their logit becomes -inf) */
+int32_t ll_sample_logits(ll_sampler *s, const float *logits, int n_vocab, const uint8_t *banned) {
     const llambda_sampler_params *p = &s->p;
     cand *c = s->cand;
     int n = n_vocab, sorted = 0;
-    for (int i = 0; i < n; i++) { c[i].logit = logits[i]; c[i].id = i; }
+    for (int i = 0; i < n; i++) { c[i].logit = banned && banned[i] ? -INFINITY : logits[i]; c[i].id = i; }
     /* penalties over the recent history */
     if (s->hist_len && (p->repeat_penalty != 1.0f || p->frequency_penalty != 0 || p->presence_penalty != 0)) {
         for (int i = 0; i < n; i++) {
@@ -168,7 +169,7 @@ llambda_sampler *llambda_sampler_new(int n_vocab, const llambda_sampler_params *
 }
 void llambda_sampler_free(llambda_sampler *s) { if (s) { ll_sampler_free(&s->s); free(s); } }
 int32_t llambda_sampler_sample(llambda_sampler *s, const float *logits) {
-    int32_t t = ll_sample_logits(&s->s, logits, s->n_vocab);
+    int32_t t = ll_sample_logits(&s->s, logits, s->n_vocab, NULL);
     sampler_accept(&s->s, t);
     return t;
 }
@@ -182,7 +183,7 @@ int32_t llambda_sample(llambda_context *c) {
     const float *lg = llambda_get_logits(c, -1);
     int32_t t = -1;
     if (!lg) ll_error(LLAMBDA_ERR_ARG, "sample: no logits (evaluate tokens first)");
-    else { t = ll_sample_logits(&c->smp, lg, c->m->hp.n_vocab); sampler_accept(&c->smp, t); }
+    else { t = ll_sample_logits(&c->smp, lg, c->m->hp.n_vocab, c->smp.p.ignore_eos ? c->m->vocab.is_eog : NULL); sampler_accept(&c->smp, t); }
     ll_leave(c);
     return t;
 }
@@ -190,7 +191,6 @@ int32_t llambda_sample(llambda_context *c) {
 /* ------------------------------------------------------------------ generate */
 
 #define STOP_MAX 256
-#define HOLD_MAX (STOP_MAX + 300)
 
 /* Length of the longest suffix of s[0..n) that is a proper prefix of a stop string. */
 static int partial_stop(const char *s, int n, const char *const *stop, int n_stop) {
@@ -203,64 +203,106 @@ static int partial_stop(const char *s, int n, const char *const *stop, int n_sto
     return best;
 }
 
-llambda_status llambda_generate(llambda_context *c, const int32_t *prompt, int n_prompt, int n_predict,
-                                const char *const *stop, int n_stop, llambda_token_cb cb, void *user,
-                                llambda_generate_result *res) {
-    llambda_generate_result r = {0};
+llambda_status llambda_stream_begin(llambda_context *c, const int32_t *prompt, int n_prompt, int n_predict,
+                                    const char *const *stop, int n_stop) {
     for (int i = 0; i < n_stop; i++)
         if (!stop[i] || !*stop[i] || strlen(stop[i]) > STOP_MAX) return ll_error(LLAMBDA_ERR_ARG, "generate: stop strings must be 1..%d bytes", STOP_MAX);
     if (ll_enter(c)) return LLAMBDA_ERR_BUSY;
-    llambda_status st = LLAMBDA_OK;
-    double t0 = ll_time_seconds();
-    r.n_prompt = n_prompt;
+    struct ll_stream *st = &c->st;
+    memset(st, 0, sizeof *st);
+    st->t_start = ll_time_seconds();
+    st->res.n_prompt = n_prompt;
+    llambda_status r = LLAMBDA_OK;
     if (n_prompt > 0) {
-        st = ll_eval(c, prompt, n_prompt);
-        if (st) { ll_leave(c); return st; }
-        llambda_sampler_accept(c, prompt, n_prompt);
-    } else if (!llambda_get_logits(c, -1)) {
-        ll_leave(c);
-        return ll_error(LLAMBDA_ERR_ARG, "generate: empty prompt and no previous logits");
+        r = ll_eval(c, prompt, n_prompt);
+        if (!r) llambda_sampler_accept(c, prompt, n_prompt);
+    } else if (!llambda_get_logits(c, -1)) r = ll_error(LLAMBDA_ERR_ARG, "generate: empty prompt and no previous logits");
+    if (r) { ll_leave(c); return r; }
+    st->res.prompt_seconds = ll_time_seconds() - st->t_start;
+    st->t_start = ll_time_seconds();
+    st->active = 1;
+    st->n_predict = n_predict;
+    st->stop = stop;
+    st->n_stop = n_stop;
+    st->pending_token = -1;
+    st->res.stop_reason = 1;
+    return LLAMBDA_OK;
+}
+
+static int stream_finish(struct ll_stream *st, int reason) {
+    st->res.stop_reason = reason;
+    st->finished = 1;
+    return 0;
+}
+
+int llambda_stream_next(llambda_context *c, char *text, int size, int *len, int32_t *token) {
+    struct ll_stream *st = &c->st;
+    *len = 0;
+    if (token) *token = -1;
+    if (!st->active) { ll_error(LLAMBDA_ERR_ARG, "stream: not started"); return -1; }
+    if (st->finished) return 0;
+    /* feed the token sampled last time (its logits are needed to sample the next) */
+    if (st->pending_token >= 0) {
+        if (c->pos >= c->n_ctx) return stream_finish(st, 4);
+        llambda_status r = ll_eval(c, &st->pending_token, 1);
+        st->pending_token = -1;
+        if (r) { st->finished = 1; return -1; }
     }
-    double t1 = ll_time_seconds();
-    r.prompt_seconds = t1 - t0;
-    char hold[HOLD_MAX + 8];
-    int n_hold = 0;
-    llambda_detok_stream ds = {0};
-    r.stop_reason = 1;
-    for (int i = 0; n_predict < 0 || i < n_predict; i++) {
-        const float *lg = llambda_get_logits(c, -1);
-        int32_t tok = ll_sample_logits(&c->smp, lg, c->m->hp.n_vocab);
-        sampler_accept(&c->smp, tok);
-        if (llambda_token_is_eog(c->m, tok)) { r.stop_reason = 0; break; }
-        r.n_generated++;
-        char piece[300];
-        int k = llambda_detok_stream_push(c->m, &ds, tok, piece, sizeof piece);
-        memcpy(hold + n_hold, piece, (size_t)k);
-        n_hold += k;
-        int stop_at = -1;
-        for (int s = 0; s < n_stop && stop_at < 0; s++) {
-            char *hit = memmem(hold, (size_t)n_hold, stop[s], strlen(stop[s]));
-            if (hit) stop_at = (int)(hit - hold);
-        }
-        int emit = stop_at >= 0 ? stop_at : n_hold - partial_stop(hold, n_hold, stop, n_stop);
-        int keep_going = 1;
-        if (emit > 0 || stop_at < 0) {
-            char save = hold[emit];
-            hold[emit] = 0;
-            if (cb && !cb(tok, hold, emit, user)) keep_going = 0;
-            hold[emit] = save;
-            memmove(hold, hold + emit, (size_t)(n_hold - emit));
-            n_hold -= emit;
-        }
-        if (stop_at >= 0) { r.stop_reason = 3; break; }
-        if (!keep_going) { r.stop_reason = 2; break; }
-        if (n_predict >= 0 && i + 1 >= n_predict) break;
-        if (c->pos >= c->n_ctx) { r.stop_reason = 4; break; }
-        st = ll_eval(c, &tok, 1);
-        if (st) break;
+    if (st->n_predict >= 0 && st->n_done >= st->n_predict) return stream_finish(st, 1);
+    int32_t tok = ll_sample_logits(&c->smp, llambda_get_logits(c, -1), c->m->hp.n_vocab,
+                                   c->smp.p.ignore_eos ? c->m->vocab.is_eog : NULL);
+    sampler_accept(&c->smp, tok);
+    if (token) *token = tok;
+    if (llambda_token_is_eog(c->m, tok)) return stream_finish(st, 0);
+    st->n_done++;
+    st->res.n_generated++;
+    char piece[300];
+    int k = llambda_detok_stream_push(c->m, &st->ds, tok, piece, sizeof piece);
+    memcpy(st->hold + st->n_hold, piece, (size_t)k);
+    st->n_hold += k;
+    int stop_at = -1;
+    for (int i = 0; i < st->n_stop && stop_at < 0; i++) {
+        char *hit = memmem(st->hold, (size_t)st->n_hold, st->stop[i], strlen(st->stop[i]));
+        if (hit) stop_at = (int)(hit - st->hold);
     }
-    r.gen_seconds = ll_time_seconds() - t1;
+    int emit = stop_at >= 0 ? stop_at : st->n_hold - partial_stop(st->hold, st->n_hold, st->stop, st->n_stop);
+    if (emit > size) emit = size;
+    memcpy(text, st->hold, (size_t)emit);
+    *len = emit;
+    memmove(st->hold, st->hold + emit, (size_t)(st->n_hold - emit));
+    st->n_hold -= emit;
+    if (stop_at >= 0) { stream_finish(st, 3); return 1; }
+    st->pending_token = tok;
+    if (st->n_predict >= 0 && st->n_done >= st->n_predict) { stream_finish(st, 1); return 1; }
+    return 1;
+}
+
+void llambda_stream_end(llambda_context *c, llambda_generate_result *res) {
+    struct ll_stream *st = &c->st;
+    if (!st->active) { if (res) memset(res, 0, sizeof *res); return; }
+    /* a token sampled but not yet evaluated is dropped: the context ends at the last
+     * evaluated token, like llama.cpp after a stop */
+    st->res.gen_seconds = ll_time_seconds() - st->t_start;
+    if (res) *res = st->res;
+    st->active = 0;
     ll_leave(c);
-    if (res) *res = r;
-    return st;
+}
+
+llambda_status llambda_generate(llambda_context *c, const int32_t *prompt, int n_prompt, int n_predict,
+                                const char *const *stop, int n_stop, llambda_token_cb cb, void *user,
+                                llambda_generate_result *res) {
+    llambda_status st = llambda_stream_begin(c, prompt, n_prompt, n_predict, stop, n_stop);
+    if (st) return st;
+    char text[320];
+    int len, more;
+    int32_t tok;
+    llambda_status err = LLAMBDA_OK;
+    while ((more = llambda_stream_next(c, text, sizeof text - 1, &len, &tok)) != 0) {
+        if (more < 0) { err = LLAMBDA_ERR_ARG; break; }
+        text[len] = 0;
+        if (cb && !cb(tok, text, len, user)) { c->st.res.stop_reason = 2; break; }
+        if (c->st.finished) break;
+    }
+    llambda_stream_end(c, res);
+    return err;
 }

@@ -19,6 +19,8 @@ for t in "$BUILD"/tests/test_*; do
 done
 echo "== tests/test_cli.sh"
 run sh tests/test_cli.sh "$BUILD"
+echo "== tests/test_server.sh"
+run sh tests/test_server.sh "$BUILD"
 echo "== tests/test_install.sh"
 run sh tests/test_install.sh "$BUILD"
 echo "$passed passed, $failed failed"

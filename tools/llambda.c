@@ -9,6 +9,7 @@ static void usage(void) {
         "usage: llambda COMMAND [options]\n\n"
         "  run      [-m MODEL] [-p PROMPT] [-n N] ...   generate text (default model: models/stories260K.gguf)\n"
         "  chat     -m MODEL [--system TEXT]            interactive multi-turn chat\n"
+        "  serve    -m MODEL [--port 8080] [--parallel N] OpenAI-compatible HTTP server\n"
         "  eval     -m MODEL (--tokens 1,2|-p TEXT) [-n N] --logits-out FILE\n"
         "  tokenize -m MODEL -p TEXT [--no-bos]\n"
         "  info     FILE                                GGUF header, metadata and tensors\n"
@@ -31,6 +32,7 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "quantize")) return cmd_quantize(argc - 1, argv + 1);
     if (!strcmp(c, "synth")) return cmd_synth(argc - 1, argv + 1);
     if (!strcmp(c, "bench")) return cmd_bench(argc - 1, argv + 1);
+    if (!strcmp(c, "serve")) return cmd_serve(argc - 1, argv + 1);
     if (!strcmp(c, "--version")) { printf("llambda %s\n", LLAMBDA_VERSION); return 0; }
     fprintf(stderr, "llambda: unknown command '%s'\n", c);
     usage();
