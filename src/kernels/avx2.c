@@ -317,6 +317,39 @@ static void quantize_row_q8_0(const float *x, void *dst, int64_t n) {
     }
 }
 
+/* ll_attend_f16_scalar with 8-wide F16C conversions (round to nearest even, as the
+ * scalar conversion) and FMAs; heads whose size is not a multiple of 8 use the scalar one. */
+static void attend_f16(const uint16_t *q16, const uint16_t *K, const uint16_t *V, int W, int D, int n,
+                       float scale, uint16_t *acc16, float *out) {
+    if (D % 8 || D > 256) { ll_attend_f16_scalar(q16, K, V, W, D, n, scale, acc16, out); return; }
+    __m256 acc[32];
+    int nv = D / 8;
+    for (int b = 0; b < nv; b++) acc[b] = _mm256_setzero_ps();
+    float M = -INFINITY, S = 0;
+    for (int cell = 0; cell < n; cell++) {
+        const uint16_t *kk = K + (size_t)cell * W, *v = V + (size_t)cell * W;
+        float s = dot_f16_f16(q16, kk, D) * scale, ms = 1.0f, vs = 1.0f;
+        if (s > M) {
+            float Mold = M;
+            M = s;
+            ms = expf(Mold - M);
+            __m256 vms = _mm256_set1_ps(ms);
+            for (int b = 0; b < nv; b++)   /* f16(acc · ms): round through f16 and back */
+                acc[b] = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_mul_ps(acc[b], vms), _MM_FROUND_TO_NEAREST_INT));
+        } else vs = expf(s - M);
+        __m256 vvs = _mm256_set1_ps(vs);
+        for (int b = 0; b < nv; b++)
+            acc[b] = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_fmadd_ps(load_f16(v + 8 * b), vvs, acc[b]), _MM_FROUND_TO_NEAREST_INT));
+        S = fmaf(S, ms, vs);
+    }
+    float inv = S == 0 ? 0 : 1.0f / S;
+    __m256 vinv = _mm256_set1_ps(inv);
+    for (int b = 0; b < nv; b++) {
+        _mm_storeu_si128((__m128i *)(acc16 + 8 * b), _mm256_cvtps_ph(acc[b], _MM_FROUND_TO_NEAREST_INT));
+        _mm256_storeu_ps(out + 8 * b, _mm256_mul_ps(acc[b], vinv));
+    }
+}
+
 void ll_kernels_avx2(ll_kernels *k) {
     k->isa = "avx2";
     k->vec_dot[LLAMBDA_TYPE_F32] = dot_f32;
@@ -328,5 +361,6 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->vec_dot[LLAMBDA_TYPE_Q5_K] = dot_q5_K;
     k->vec_dot[LLAMBDA_TYPE_Q6_K] = dot_q6_K;
     k->dot_f16_f16 = dot_f16_f16;
+    k->attend_f16 = attend_f16;
     k->from_float[LLAMBDA_TYPE_Q8_0] = quantize_row_q8_0;
 }

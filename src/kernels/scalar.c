@@ -291,6 +291,28 @@ static void dot_iq4_xs(int64_t n, float *s, const void *w, const void *x) {
     *s = sum;
 }
 
+/* One query head over n cells: online softmax with running max M and sum S (f32); the
+ * V accumulator is kept in f16, rescaled on a new maximum, rounded after every key. */
+void ll_attend_f16_scalar(const uint16_t *q16, const uint16_t *K, const uint16_t *V, int W, int D, int n,
+                          float scale, uint16_t *acc16, float *out) {
+    float M = -INFINITY, S = 0;
+    for (int i = 0; i < D; i++) acc16[i] = 0;
+    for (int cell = 0; cell < n; cell++) {
+        const uint16_t *k = K + (size_t)cell * W, *v = V + (size_t)cell * W;
+        float s = ll_dot_f16_f16(q16, k, D) * scale, ms = 1.0f, vs = 1.0f;
+        if (s > M) {
+            float Mold = M;
+            M = s;
+            ms = expf(Mold - M);
+            for (int i = 0; i < D; i++) acc16[i] = ll_fp32_to_fp16(LL_FP16(acc16[i]) * ms);
+        } else vs = expf(s - M);
+        for (int i = 0; i < D; i++) acc16[i] = ll_fp32_to_fp16(fmaf(LL_FP16(v[i]), vs, LL_FP16(acc16[i])));
+        S = fmaf(S, ms, vs);
+    }
+    float inv = S == 0 ? 0 : 1.0f / S;
+    for (int i = 0; i < D; i++) out[i] = LL_FP16(acc16[i]) * inv;
+}
+
 void ll_kernels_scalar(ll_kernels *k) {
     memset(k, 0, sizeof *k);
     k->isa = "scalar";
@@ -311,6 +333,7 @@ void ll_kernels_scalar(ll_kernels *k) {
     k->vec_dot[LLAMBDA_TYPE_Q6_K] = dot_q6_K;
     k->vec_dot[LLAMBDA_TYPE_IQ4_XS] = dot_iq4_xs;
     k->dot_f16_f16 = ll_dot_f16_f16;
+    k->attend_f16 = ll_attend_f16_scalar;
     k->from_float[LLAMBDA_TYPE_F32] = ll_convert_row_f32;
     k->from_float[LLAMBDA_TYPE_F16] = ll_convert_row_f16;
     k->from_float[LLAMBDA_TYPE_BF16] = ll_convert_row_bf16;

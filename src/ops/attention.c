@@ -26,30 +26,6 @@ typedef struct attn_job {
     float *out;
 } attn_job;
 
-/* One query head against cells 0..n_cells-1, online softmax. With an f16 cache this
- * follows llama.cpp's single-chunk flash attention: Q rounded to f16, the V accumulator
- * kept in f16 (rescaled on a new maximum), divided by the f32 sum at the end. */
-static void attend_f16(const float *q, const uint16_t *K, const uint16_t *V, int W, int g, int D, int n_cells,
-                       float scale, uint16_t *q16, uint16_t *acc16, float *o) {
-    float (*dot)(const uint16_t *, const uint16_t *, int64_t) = ll_kernels_get()->dot_f16_f16;
-    for (int i = 0; i < D; i++) { q16[i] = ll_fp32_to_fp16(q[i]); acc16[i] = 0; }
-    float M = -INFINITY, S = 0;
-    for (int cell = 0; cell < n_cells; cell++) {
-        const uint16_t *k = K + (size_t)cell * W + (size_t)g * D, *v = V + (size_t)cell * W + (size_t)g * D;
-        float s = dot(q16, k, D) * scale, ms = 1.0f, vs = 1.0f;
-        if (s > M) {
-            float Mold = M;
-            M = s;
-            ms = expf(Mold - M);
-            for (int i = 0; i < D; i++) acc16[i] = ll_fp32_to_fp16(LL_FP16(acc16[i]) * ms);
-        } else vs = expf(s - M);
-        for (int i = 0; i < D; i++) acc16[i] = ll_fp32_to_fp16(fmaf(LL_FP16(v[i]), vs, LL_FP16(acc16[i])));
-        S = fmaf(S, ms, vs);
-    }
-    float inv = S == 0 ? 0 : 1.0f / S;
-    for (int i = 0; i < D; i++) o[i] = LL_FP16(acc16[i]) * inv;
-}
-
 static void attend_f32(const float *q, const float *K, const float *V, int W, int g, int D, int n_cells, float scale, float *o) {
     float M = -INFINITY, S = 0;
     memset(o, 0, (size_t)D * sizeof *o);
@@ -75,13 +51,18 @@ static void attn_task(void *arg, int ith, int nth) {
     float scale = 1.0f / sqrtf((float)D);
     /* per-thread scratch: q16 and the f16 accumulator */
     uint16_t *q16 = (uint16_t *)(c->scores + (size_t)ith * (size_t)c->scores_stride), *acc16 = q16 + D;
+    const ll_kernels *k = ll_kernels_get();
     int total = j->n_tok * H;
     for (int idx = ith; idx < total; idx += nth) {
         int t = idx / H, hd = idx % H, g = hd / G, n_cells = j->pos0 + t + 1;
         const float *q = j->q + (size_t)t * (size_t)(H * D) + (size_t)hd * D;
         float *o = j->out + (size_t)t * (size_t)(H * D) + (size_t)hd * D;
-        if (c->kv.type == LLAMBDA_KV_F16)
-            attend_f16(q, (const uint16_t *)c->kv.k[j->layer], (const uint16_t *)c->kv.v[j->layer], W, g, D, n_cells, scale, q16, acc16, o);
+        if (c->kv.type == LLAMBDA_KV_F16) {
+            /* Q rounded to f16, as llama.cpp's single-chunk path does */
+            for (int i = 0; i < D; i++) q16[i] = ll_fp32_to_fp16(q[i]);
+            k->attend_f16(q16, (const uint16_t *)c->kv.k[j->layer] + (size_t)g * D, (const uint16_t *)c->kv.v[j->layer] + (size_t)g * D,
+                          W, D, n_cells, scale, acc16, o);
+        }
         else
             attend_f32(q, (const float *)c->kv.k[j->layer], (const float *)c->kv.v[j->layer], W, g, D, n_cells, scale, o);
     }
