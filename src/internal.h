@@ -91,6 +91,10 @@ typedef void (*ll_from_float_fn)(const float *x, void *y, int64_t n);
 /* Eight rows (stride bytes apart) against one activation row; out[r] must equal the
  * single-row vec_dot of row r bit for bit. */
 typedef void (*ll_vec_dot_x8_fn)(int64_t n, float *out, const void *w, size_t stride, const void *x);
+/* Eight rows against four activation rows (x_stride bytes apart), for prompts:
+ * out[t * out_stride + r], each equal to the single-row vec_dot bit for bit. */
+typedef void (*ll_vec_dot_x8_t4_fn)(int64_t n, float *out, size_t out_stride, const void *w, size_t stride,
+                                    const void *x, size_t x_stride);
 
 typedef struct ll_compute_traits {
     int vec_dot_type;
@@ -102,6 +106,7 @@ typedef struct ll_kernels {
     const char *isa;
     ll_vec_dot_fn vec_dot[LLAMBDA_TYPE_COUNT];       /* by weight type */
     ll_vec_dot_x8_fn vec_dot_x8[LLAMBDA_TYPE_COUNT]; /* optional 8-row variants */
+    ll_vec_dot_x8_t4_fn vec_dot_x8_t4[LLAMBDA_TYPE_COUNT]; /* optional 8-row x 4-token variants */
     ll_from_float_fn from_float[LLAMBDA_TYPE_COUNT]; /* by activation type */
     float (*dot_f16_f16)(const uint16_t *a, const uint16_t *b, int64_t n);  /* attention q·k */
     /* One query head (f16) over n cells of an f16 cache (row stride W halves, head offset

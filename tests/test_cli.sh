@@ -57,6 +57,41 @@ check "cli: generation past the context stops with a message" sh -c "[ $rc -eq 0
 "$L" frobnicate 2>/dev/null; rc=$?
 check "cli: unknown command exits 2" test $rc -eq 2
 
+# models generated here, with other shapes: invariance across batch sizes and ISAs
+toks40=$(seq -s, 3 3 120)
+for preset in tiny tiny-qwen2; do
+    for ty in F32 Q4_K_M Q8_0; do
+        "$L" synth --preset $preset --type $ty -o "$T/s.gguf" 2>/dev/null
+        "$L" eval -m "$T/s.gguf" --tokens "$toks40" -n 8 --logits-out "$T/a.f32" > "$T/a.json"
+        "$L" eval -m "$T/s.gguf" --tokens "$toks40" -n 8 -b 7 -t 1 --logits-out "$T/b.f32" > /dev/null
+        LLAMBDA_ISA=scalar "$L" eval -m "$T/s.gguf" --tokens "$toks40" -n 8 -b 3 --logits-out "$T/c.f32" > /dev/null
+        check "cli: synthesized $preset $ty: logits identical for batch 512/7/3, 2/1 threads, avx2/scalar" \
+            sh -c "cmp -s \"$T/a.f32\" \"$T/b.f32\" && cmp -s \"$T/a.f32\" \"$T/c.f32\" && [ \$(wc -c < \"$T/a.f32\") -gt 100000 ]"
+    done
+done
+"$L" synth --preset nope -o "$T/x.gguf" 2>/dev/null; rc=$?
+check "cli: synth rejects an unknown preset" test $rc -eq 2
+
+# quantize: llama.cpp's per-tensor type choices, and the result runs
+for ty in Q4_K_M Q5_K_M Q6_K Q8_0 Q4_0; do
+    "$L" quantize "$F/models/tiny-qwen25-F32.gguf" "$T/q.gguf" $ty 2>/dev/null
+    a=$("$L" info "$T/q.gguf" | awk '/^  (blk|tok|out)/{print $1, $2}' | sort | md5sum)
+    b=$("$L" info "$F/models/tiny-qwen25-$ty.gguf" | awk '/^  (blk|tok|out)/{print $1, $2}' | sort | md5sum)
+    check "cli: quantize $ty picks llama.cpp's type for every tensor" test "$a" = "$b"
+done
+"$L" quantize "$F/models/tiny-llama31-F32.gguf" "$T/q8.gguf" Q8_0 2>/dev/null
+"$L" tensor "$T/q8.gguf" blk.1.ffn_up.weight -o "$T/m.f32"; "$L" tensor "$F/models/tiny-llama31-Q8_0.gguf" blk.1.ffn_up.weight -o "$T/r.f32"
+check "cli: quantize Q8_0 output is byte-identical to llama.cpp's" cmp -s "$T/m.f32" "$T/r.f32"
+"$L" quantize "$F/models/tiny-llama31-Q8_0.gguf" "$T/qq.gguf" Q4_0 2>"$T/qe"; rc=$?
+check "cli: quantize refuses an already quantized input" sh -c "[ $rc -ne 0 ] && grep -q 'must be F32, F16 or BF16' \"$T/qe\""
+"$L" run -m "$T/q.gguf" -n 4 --temp 0 >/dev/null 2>&1
+check "cli: a quantized model runs" test $? -eq 0
+
+# bench prints a table and llama-bench-style JSON
+"$L" bench -m "$F/models/tiny-llama31-Q4_K_M.gguf" -p 16 -n 8 -r 2 -o json > "$T/bench.json"
+check "cli: bench -o json has n_prompt, n_gen, avg_ts, stddev_ts" sh -c "grep -q '\"n_prompt\": 16' \"$T/bench.json\" && grep -q '\"n_gen\": 8' \"$T/bench.json\" && grep -q avg_ts \"$T/bench.json\" && grep -q stddev_ts \"$T/bench.json\""
+check "cli: bench table" sh -c "\"$L\" bench -m \"$F/models/tiny-llama31-Q4_K_M.gguf\" -p 8 -n 4 -r 1 | grep -q '| pp8 |'"
+
 # chat keeps the conversation: two turns through the REPL
 printf 'Hello\nTell me more\n' | "$L" chat -m "$F/models/tiny-qwen25-Q8_0.gguf" -n 8 --temp 0 > "$T/chat.txt" 2>"$T/chat.err"; rc=$?
 check "cli: chat answers two turns from stdin" sh -c "[ $rc -eq 0 ] && [ \$(wc -l < \"$T/chat.txt\") -ge 2 ]"

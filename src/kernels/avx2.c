@@ -230,6 +230,60 @@ static void dot_q4_K_x8(int64_t n, float *out, const void *w, size_t stride, con
     _mm256_storeu_ps(out, _mm256_sub_ps(acc, accm));
 }
 
+/* Eight Q4_K rows against four activation rows (prefill): each block's nibbles and
+ * scales are unpacked once and used for all four tokens. out[t*out_stride + r] equals
+ * dot_q4_K of row r and token t, bit for bit. */
+static void dot_q4_K_x8_t4(int64_t n, float *out, size_t out_stride, const void *w, size_t stride,
+                           const void *x, size_t x_stride) {
+    const uint8_t *wb = w;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[4], accm[4];
+    for (int t = 0; t < 4; t++) acc[t] = accm[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        size_t off = (size_t)i * sizeof(block_q4_K);
+        const block_q8_K *y[4];
+        for (int t = 0; t < 4; t++) y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
+        __m256i sums[4][8];
+        __m128i mins[4][8];
+        for (int r = 0; r < 8; r++) {
+            const block_q4_K *a = (const block_q4_K *)(wb + (size_t)r * stride + off);
+            uint32_t u[4];
+            k4_unpack(a->scales, u);
+            const uint8_t *sc = (const uint8_t *)u;
+            __m128i mn = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(sc + 8)));
+            __m256i s0[4];
+            for (int t = 0; t < 4; t++) s0[t] = _mm256_setzero_si256();
+            for (int j = 0; j < 4; j++) {
+                __m256i q4 = _mm256_loadu_si256((const __m256i *)(a->qs + 32 * j));
+                __m256i ql = _mm256_and_si256(q4, m4), qh = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
+                __m256i sl = _mm256_set1_epi16(sc[2 * j]), sh = _mm256_set1_epi16(sc[2 * j + 1]);
+                for (int t = 0; t < 4; t++) {
+                    __m256i pl = mul_u8_i8_pairs(ql, _mm256_loadu_si256((const __m256i *)(y[t]->qs + 64 * j)));
+                    __m256i ph = mul_u8_i8_pairs(qh, _mm256_loadu_si256((const __m256i *)(y[t]->qs + 64 * j + 32)));
+                    s0[t] = _mm256_add_epi32(s0[t], _mm256_madd_epi16(pl, sl));
+                    s0[t] = _mm256_add_epi32(s0[t], _mm256_madd_epi16(ph, sh));
+                }
+            }
+            for (int t = 0; t < 4; t++) {
+                sums[t][r] = s0[t];
+                __m128i q8s = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)y[t]->bsums), _mm_loadu_si128((const __m128i *)(y[t]->bsums + 8)));
+                mins[t][r] = _mm_madd_epi16(mn, q8s);
+            }
+        }
+        __m256 xd = load_d8(wb, stride, off), xdmin = load_d8(wb, stride, off + 2);
+        for (int t = 0; t < 4; t++) {
+            __m256i m[4];
+            for (int k = 0; k < 4; k++) m[k] = _mm256_set_m128i(mins[t][2 * k + 1], mins[t][2 * k]);
+            __m256i ma = _mm256_hadd_epi32(m[0], m[1]), mb = _mm256_hadd_epi32(m[2], m[3]);
+            __m256i mt = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(ma, mb), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            __m256 yd = _mm256_set1_ps(y[t]->d);
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum8x8(sums[t])), _mm256_mul_ps(yd, xd), acc[t]);
+            accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mt), _mm256_mul_ps(yd, xdmin), accm[t]);
+        }
+    }
+    for (int t = 0; t < 4; t++) _mm256_storeu_ps(out + (size_t)t * out_stride, _mm256_sub_ps(acc[t], accm[t]));
+}
+
 static void dot_q5_K(int64_t n, float *s, const void *w, const void *x) {
     const block_q5_K *a = w; const block_q8_K *b = x;
     const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
@@ -358,6 +412,7 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->vec_dot[LLAMBDA_TYPE_Q4_0] = dot_q4_0;
     k->vec_dot[LLAMBDA_TYPE_Q4_K] = ll_avx2_dot_q4_K;
     k->vec_dot_x8[LLAMBDA_TYPE_Q4_K] = dot_q4_K_x8;
+    k->vec_dot_x8_t4[LLAMBDA_TYPE_Q4_K] = dot_q4_K_x8_t4;
     k->vec_dot[LLAMBDA_TYPE_Q5_K] = dot_q5_K;
     k->vec_dot[LLAMBDA_TYPE_Q6_K] = dot_q6_K;
     k->dot_f16_f16 = dot_f16_f16;

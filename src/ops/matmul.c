@@ -13,6 +13,7 @@ typedef struct matmul_job {
     float *y;
     ll_vec_dot_fn dot;
     ll_vec_dot_x8_fn dot8;
+    ll_vec_dot_x8_t4_fn dot8t4;
 } matmul_job;
 
 #define ROW_TILE 8
@@ -24,7 +25,12 @@ static void matmul_task(void *arg, int ith, int nth) {
     int64_t t0 = n_tiles * ith / nth, t1 = n_tiles * (ith + 1) / nth;
     for (int64_t tile = t0; tile < t1; tile++) {
         int64_t r0 = tile * ROW_TILE, r1 = r0 + ROW_TILE < rows ? r0 + ROW_TILE : rows;
-        for (int t = 0; t < j->n_tok; t++) {
+        int t = 0;
+        if (j->dot8t4 && r1 - r0 == 8)
+            for (; t + 4 <= j->n_tok; t += 4)
+                j->dot8t4(j->w->cols, j->y + (size_t)t * (size_t)rows + (size_t)r0, (size_t)rows,
+                          j->w->data + (size_t)r0 * j->w->row_bytes, j->w->row_bytes, j->xq + (size_t)t * j->xq_row, j->xq_row);
+        for (; t < j->n_tok; t++) {
             const uint8_t *xq = j->xq + (size_t)t * j->xq_row;
             float *yt = j->y + (size_t)t * (size_t)rows;
             if (j->dot8 && r1 - r0 == 8) {
@@ -42,7 +48,7 @@ void ll_matmul(struct llambda_context *c, const ll_weight *w, const float *x, in
     int vdt = ll_vec_dot_type(w->type);
     size_t xq_row = (size_t)llambda_type_row_bytes(vdt, w->cols);
     for (int t = 0; t < n_tok; t++) k->from_float[vdt](x + (size_t)t * (size_t)w->cols, c->qbuf + (size_t)t * xq_row, w->cols);
-    matmul_job j = {w, c->qbuf, xq_row, n_tok, y, k->vec_dot[w->type], k->vec_dot_x8[w->type]};
+    matmul_job j = {w, c->qbuf, xq_row, n_tok, y, k->vec_dot[w->type], k->vec_dot_x8[w->type], k->vec_dot_x8_t4[w->type]};
     ll_pool_run(c->pool, matmul_task, &j);
 }
 
