@@ -47,29 +47,54 @@ llambda_status llambda_context_create(llambda_model *m, const llambda_context_pa
     if (!c) return ll_error(LLAMBDA_ERR_NOMEM, "out of memory");
     c->m = m; c->p = p; c->n_ctx = n_ctx; c->n_batch = n_batch;
     int fail = 0;
-    int d = h->n_embd, qd = h->n_head * h->head_dim, kvd = h->n_head_kv * h->head_dim;
+    /* widths: the largest any layer needs */
+    int d = h->n_embd, qd = 0, kvd = 0, ff = 0, rot = 0, hd = 0;
+    for (int l = 0; l < h->n_layer; l++) {
+        int q = h->n_head * h->head_dim_l[l], kv = h->n_head_kv_l[l] * h->head_dim_l[l];
+        if (q > qd) qd = q;
+        if (kv > kvd) kvd = kv;
+        if (h->n_ff_l[l] > ff) ff = h->n_ff_l[l];
+        if (h->n_rot_l[l] > rot) rot = h->n_rot_l[l];
+        if (h->head_dim_l[l] > hd) hd = h->head_dim_l[l];
+    }
     size_t nb = (size_t)n_batch;
-    c->kv.type = p.kv_type; c->kv.n_ctx = n_ctx; c->kv.width = kvd;
     size_t esz = p.kv_type == LLAMBDA_KV_F16 ? 2 : 4;
+    c->kv.type = p.kv_type; c->kv.n_ctx = n_ctx;
     c->kv.k = xcalloc((size_t)h->n_layer, sizeof *c->kv.k, &fail);
     c->kv.v = xcalloc((size_t)h->n_layer, sizeof *c->kv.v, &fail);
+    c->kv.width = xcalloc((size_t)h->n_layer, sizeof *c->kv.width, &fail);
+    c->kv.cells = xcalloc((size_t)h->n_layer, sizeof *c->kv.cells, &fail);
     for (int l = 0; !fail && l < h->n_layer; l++) {
-        c->kv.k[l] = xcalloc((size_t)n_ctx * (size_t)kvd, esz, &fail);
-        c->kv.v[l] = xcalloc((size_t)n_ctx * (size_t)kvd, esz, &fail);
+        c->kv.width[l] = h->n_head_kv_l[l] * h->head_dim_l[l];
+        if (h->kv_src_l[l] != l) continue;   /* reads another layer's cache */
+        /* a sliding layer keeps its window plus one batch: a batch writes all its K/V
+         * before attending, and its first token still needs the n_swa-1 keys before it */
+        int cells = h->swa_l[l] && h->n_swa + n_batch - 1 < n_ctx ? h->n_swa + n_batch - 1 : n_ctx;
+        c->kv.cells[l] = cells;
+        c->kv.k[l] = xcalloc((size_t)cells * (size_t)c->kv.width[l], esz, &fail);
+        c->kv.v[l] = xcalloc((size_t)cells * (size_t)c->kv.width[l], esz, &fail);
     }
-    int widest = d > h->n_ff ? d : h->n_ff;
+    for (int l = 0; l < h->n_layer; l++) {   /* shared layers see their source's geometry */
+        int src = h->kv_src_l[l];
+        if (src != l) { c->kv.cells[l] = c->kv.cells[src]; }
+    }
+    int widest = d > ff ? d : ff;
     if (qd > widest) widest = qd;
     c->x = xcalloc(nb * (size_t)d, 4, &fail);
     c->xb = xcalloc(nb * (size_t)widest, 4, &fail);
-    c->xb2 = xcalloc(nb * (size_t)d, 4, &fail);
+    c->xb2 = xcalloc(nb * (size_t)(d > qd ? d : qd), 4, &fail);
     c->q = xcalloc(nb * (size_t)qd, 4, &fail);
     c->k = xcalloc(nb * (size_t)kvd, 4, &fail);
     c->v = xcalloc(nb * (size_t)kvd, 4, &fail);
     c->att = xcalloc(nb * (size_t)qd, 4, &fail);
-    c->hb = xcalloc(nb * (size_t)h->n_ff, 4, &fail);
-    c->hb2 = xcalloc(nb * (size_t)h->n_ff, 4, &fail);
-    c->rope_cs = xcalloc(nb * (size_t)h->n_rot, 4, &fail);
-    c->qbuf_row = (size_t)widest * 4 + 512;   /* the widest activation row in any vec_dot type */
+    c->hb = xcalloc(nb * (size_t)widest, 4, &fail);
+    c->hb2 = xcalloc(nb * (size_t)widest, 4, &fail);
+    /* per-layer inputs: the token part, then the projection part */
+    if (h->n_embd_per_layer > 0) c->ple = xcalloc(2 * nb * (size_t)h->n_layer * (size_t)h->n_embd_per_layer, 4, &fail);
+    c->rope_cs = xcalloc(nb * (size_t)rot, 4, &fail);
+    c->rope_cs2 = xcalloc(nb * (size_t)rot, 4, &fail);
+    int qrow = widest > h->n_layer * h->n_embd_per_layer ? widest : h->n_layer * h->n_embd_per_layer;
+    c->qbuf_row = (size_t)qrow * 4 + 512;   /* the widest activation row in any vec_dot type */
     c->qbuf = xcalloc(nb, c->qbuf_row, &fail);
     c->want = xcalloc(nb, 1, &fail);
     c->n_logits_rows = 1;
@@ -85,7 +110,7 @@ llambda_status llambda_context_create(llambda_model *m, const llambda_context_pa
         c->owns_pool = c->pool != NULL;
         if (!c->pool) fail = 1;
     }
-    c->scores_stride = (size_t)h->head_dim + 16;  /* f16 q and accumulator */
+    c->scores_stride = (size_t)hd + 16;  /* f16 q and accumulator */
     if (!fail) c->scores = xcalloc((size_t)ll_pool_size(c->pool) * c->scores_stride, 4, &fail);
     if (!fail && ll_sampler_init(&c->smp, h->n_vocab, &p.sampling)) fail = 1;
     if (fail) { llambda_context_free(c); return ll_error(LLAMBDA_ERR_NOMEM, "context: out of memory (n_ctx %d)", n_ctx); }
@@ -97,7 +122,7 @@ void llambda_context_free(llambda_context *c) {
     if (!c) return;
     for (int l = 0; c->kv.k && l < c->m->hp.n_layer; l++) free(c->kv.k[l]);
     for (int l = 0; c->kv.v && l < c->m->hp.n_layer; l++) free(c->kv.v[l]);
-    free(c->kv.k); free(c->kv.v);
+    free(c->kv.k); free(c->kv.v); free(c->kv.width); free(c->kv.cells); free(c->ple); free(c->rope_cs2);
     free(c->x); free(c->xb); free(c->xb2); free(c->q); free(c->k); free(c->v); free(c->att);
     free(c->hb); free(c->hb2); free(c->rope_cs); free(c->scores); free(c->qbuf); free(c->want); free(c->logits);
     if (c->owns_pool) ll_pool_free(c->pool);
@@ -123,7 +148,10 @@ llambda_status llambda_context_truncate(llambda_context *c, int pos) {
 
 uint64_t llambda_context_kv_bytes(const llambda_context *c) {
     size_t esz = c->kv.type == LLAMBDA_KV_F16 ? 2 : 4;
-    return 2ull * (uint64_t)c->m->hp.n_layer * (uint64_t)c->n_ctx * (uint64_t)c->kv.width * esz;
+    uint64_t total = 0;
+    for (int l = 0; l < c->m->hp.n_layer; l++)
+        if (c->kv.k[l]) total += 2ull * (uint64_t)c->kv.cells[l] * (uint64_t)c->kv.width[l] * esz;
+    return total;
 }
 
 /* Guard against use from two threads at once. */

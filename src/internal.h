@@ -109,13 +109,14 @@ typedef struct ll_kernels {
     ll_vec_dot_x8_t4_fn vec_dot_x8_t4[LLAMBDA_TYPE_COUNT]; /* optional 8-row x 4-token variants */
     ll_from_float_fn from_float[LLAMBDA_TYPE_COUNT]; /* by activation type */
     float (*dot_f16_f16)(const uint16_t *a, const uint16_t *b, int64_t n);  /* attention q·k */
-    /* One query head (f16) over n cells of an f16 cache (row stride W halves, head offset
-     * applied), llama.cpp's single-chunk flash attention: online softmax, f16 V accumulator. */
-    void (*attend_f16)(const uint16_t *q16, const uint16_t *K, const uint16_t *V, int W, int D, int n,
-                       float scale, uint16_t *acc16, float *out);
+    /* One query head (f16) over the cells (first + i) % ring, i < n, of an f16 cache (row
+     * stride W halves, head offset applied), as llama.cpp's single-chunk flash attention:
+     * online softmax, f16 V accumulator. */
+    void (*attend_f16)(const uint16_t *q16, const uint16_t *K, const uint16_t *V, int W, int D, int first, int n,
+                       int ring, float scale, uint16_t *acc16, float *out);
 } ll_kernels;
-void ll_attend_f16_scalar(const uint16_t *q16, const uint16_t *K, const uint16_t *V, int W, int D, int n,
-                          float scale, uint16_t *acc16, float *out);
+void ll_attend_f16_scalar(const uint16_t *q16, const uint16_t *K, const uint16_t *V, int W, int D, int first, int n,
+                          int ring, float scale, uint16_t *acc16, float *out);
 
 const ll_kernels *ll_kernels_get(void);
 int ll_vec_dot_type(int weight_type);   /* -1 if the type cannot be multiplied */

@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-extern const ll_arch ll_arch_llama, ll_arch_qwen2;
+extern const ll_arch ll_arch_llama, ll_arch_qwen2, ll_arch_gemma4;
 
 /* The architecture registry: a new architecture is one file plus one line here. */
-static const ll_arch *const arch_registry[] = {&ll_arch_llama, &ll_arch_qwen2, NULL};
+static const ll_arch *const arch_registry[] = {&ll_arch_llama, &ll_arch_qwen2, &ll_arch_gemma4, NULL};
 
 static const char *arch_of(const llambda_model *m) { return m->arch_name; }
 
@@ -108,6 +108,14 @@ llambda_status ll_bind_dense_globals(llambda_model *m) {
     if ((st = ll_bind(m, &m->output, 0, h->n_embd, h->n_vocab, "output.weight"))) return st;
     if (!m->output.data) m->output = m->tok_embd; /* tied embeddings */
     return LLAMBDA_OK;
+}
+
+void ll_hparams_uniform(ll_hparams *h, const float *rope_freqs) {
+    for (int l = 0; l < h->n_layer; l++) {
+        h->head_dim_l[l] = h->head_dim; h->n_head_kv_l[l] = h->n_head_kv; h->n_ff_l[l] = h->n_ff;
+        h->n_rot_l[l] = h->n_rot; h->swa_l[l] = 0; h->kv_src_l[l] = l;
+        h->rope_base_l[l] = h->rope_base; h->rope_freqs_l[l] = rope_freqs;
+    }
 }
 
 llambda_status ll_load_attention_hparams(llambda_model *m) {

@@ -23,8 +23,13 @@ typedef struct ll_layer {
     ll_weight attn_norm;               /* [n_embd] */
     ll_weight wq, wk, wv, wo;          /* [n_embd, H*D] [n_embd, Hkv*D] x2, [H*D, n_embd] */
     ll_weight bq, bk, bv, bo;          /* optional biases */
+    ll_weight q_norm, k_norm;          /* [D] per-head RMSNorm weights (gemma4) */
+    ll_weight post_attn_norm;          /* [n_embd] (gemma4) */
     ll_weight ffn_norm;                /* [n_embd] */
     ll_weight w_gate, w_up, w_down;    /* [n_embd, F] x2, [F, n_embd] */
+    ll_weight post_ffw_norm;           /* [n_embd] (gemma4) */
+    ll_weight inp_gate, proj, post_norm; /* per-layer input: [n_embd, P], [P, n_embd], [n_embd] (gemma4) */
+    ll_weight out_scale;               /* [1] layer_output_scale (gemma4) */
 } ll_layer;
 
 enum { LL_ROPE_NORM = 0, LL_ROPE_NEOX = 2 };
@@ -33,6 +38,16 @@ typedef struct ll_hparams {
     int n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_vocab, n_ctx_train, n_rot;
     float eps, rope_base, rope_freq_scale, rope_attn_factor;
     int rope_type;
+    float attn_scale;                  /* 0: 1/sqrt(head size) */
+    float logit_softcap;               /* 0: none */
+    int n_swa;                         /* sliding window (keys per query, incl. itself) */
+    int n_embd_per_layer;              /* per-layer input width P (gemma4), 0 if none */
+    /* per layer (dense architectures fill them uniformly) */
+    int head_dim_l[LL_MAX_LAYERS], n_head_kv_l[LL_MAX_LAYERS], n_ff_l[LL_MAX_LAYERS], n_rot_l[LL_MAX_LAYERS];
+    int swa_l[LL_MAX_LAYERS];          /* 1: sliding-window layer */
+    int kv_src_l[LL_MAX_LAYERS];       /* layer whose KV cache this layer reads (itself if it owns one) */
+    float rope_base_l[LL_MAX_LAYERS];
+    const float *rope_freqs_l[LL_MAX_LAYERS];  /* per-pair frequency divisors, or NULL */
 } ll_hparams;
 
 struct llambda_context;
@@ -54,6 +69,7 @@ struct llambda_model {
     char arch_name[64];
     bool vocab_only;
     ll_weight tok_embd, output_norm, output, output_bias;
+    ll_weight ple_tok_embd, ple_model_proj, ple_proj_norm;   /* gemma4 per-layer embeddings */
     const float *rope_freqs;           /* [n_rot/2] or NULL */
     ll_layer layers[LL_MAX_LAYERS];
     ll_vocab vocab;
@@ -73,6 +89,8 @@ llambda_status ll_hp_f32(llambda_model *m, const char *suffix, int required, flo
 llambda_status ll_bind(llambda_model *m, ll_weight *w, int required, int64_t ne0, int64_t ne1, const char *fmt, ...) LL_PRINTF(6, 7);
 /* Bind the shared dense-model globals: token_embd, output_norm, output (tied when absent). */
 llambda_status ll_bind_dense_globals(llambda_model *m);
+/* Fill the per-layer hparams from the uniform ones (dense architectures). */
+void ll_hparams_uniform(ll_hparams *h, const float *rope_freqs);
 /* Common attention hparams (head counts, dims, eps, rope base/scaling). */
 llambda_status ll_load_attention_hparams(llambda_model *m);
 
@@ -80,8 +98,10 @@ llambda_status ll_load_attention_hparams(llambda_model *m);
 
 typedef struct ll_kv_cache {
     int type;                  /* LLAMBDA_KV_F16 / F32 */
-    int n_ctx, width;          /* cells, elements per cell (Hkv*D) */
-    uint8_t **k, **v;          /* per layer [n_ctx][width] */
+    int n_ctx;
+    int *width;                /* per layer: elements per cell (Hkv*D) */
+    int *cells;                /* per layer: n_ctx, a ring for sliding layers, 0 for shared */
+    uint8_t **k, **v;          /* per layer [cells][width], NULL where the layer reads another's */
 } ll_kv_cache;
 
 typedef struct ll_sampler {
@@ -103,7 +123,8 @@ struct llambda_context {
     atomic_int busy;
     /* scratch, sized at creation for n_batch tokens */
     float *x, *xb, *xb2, *q, *k, *v, *att, *hb, *hb2;
-    float *rope_cs;            /* [n_batch][n_rot/2][2] */
+    float *ple;                /* [n_batch][n_layer * P] per-layer inputs (gemma4) */
+    float *rope_cs, *rope_cs2; /* [n_batch][n_rot/2][2]: two RoPE tables (e.g. sliding and global) */
     float *scores;             /* per-thread attention scratch, scores_stride floats each */
     size_t scores_stride;
     uint8_t *qbuf;             /* quantized activations, n_batch rows of the widest input */
@@ -130,11 +151,18 @@ void ll_matmul(struct llambda_context *c, const ll_weight *w, const float *x, in
 void ll_add_bias(float *y, const ll_weight *b, int n_tok);
 void ll_rms_norm(float *y, const float *x, const ll_weight *w, int n, float eps);
 void ll_embed(const ll_weight *emb, int32_t tok, float *out);
-void ll_rope_cache(struct llambda_context *c, int n_tok, int pos0);
-void ll_rope(struct llambda_context *c, float *x, int n_tok, int n_heads, int stride);
+/* cos/sin for positions pos0.. and n_rot dims: cs[t][i] = (cos, sin) of pos·base^(-2i/n_rot)/freqs[i] */
+void ll_rope_cache(struct llambda_context *c, float *cs, int n_tok, int pos0, int n_rot, float base, const float *freqs);
+/* Rotate the first n_rot dims of each head (head size D, row stride `stride` floats). */
+void ll_rope(const ll_hparams *h, float *x, int n_tok, int n_heads, int D, int stride, int n_rot, const float *cs);
 void ll_kv_store(struct llambda_context *c, int layer, const float *k, const float *v, int n_tok, int pos0);
-/* Causal GQA attention for n_tok queries at pos0..; out [n_tok][H*D]. */
+/* Causal GQA attention of `layer` (its head size, KV heads, window and KV source) for
+ * n_tok queries at pos0..; out [n_tok][H*D]. */
 void ll_attention(struct llambda_context *c, int layer, const float *q, int n_tok, int pos0, float *out);
+/* y = x / sqrt(mean(x^2) + eps), optionally times w, over rows of n (in place allowed) */
+void ll_rms_norm_rows(float *y, const float *x, const ll_weight *w, int n, int rows, float eps);
+/* g = gelu(g) ⊙ u over one row, GELU through llama.cpp's f16 table */
+void ll_geglu(float *g, const float *u, int64_t n);
 void ll_swiglu(float *g, const float *u, int64_t n);   /* one row */
 void ll_add(float *y, const float *x, int64_t n);
 /* final norm + LM head for flagged rows; logits rows packed in order */

@@ -31,7 +31,8 @@ static double nmse(const float *x, const float *ref, int n) {
 }
 static int argmax(const float *x, int n) { int b = 0; for (int i = 1; i < n; i++) if (x[i] > x[b]) b = i; return b; }
 
-/* kind: 0 = float file (NMSE <= 1e-5 every row), 1 = quantized (<= 2e-3, argmax >= 98%) */
+/* kind: 0 = float file (NMSE <= tol every row), 1 = quantized (<= 2e-3, argmax >= 98%) */
+static double float_tol = 1e-5;
 static void check_model(const char *path, const char *dir_ref, const char *name, int kind, int n_batch) {
     llambda_model *m;
     if (llambda_model_load(path, NULL, &m)) { CHECK(0, "load %s: %s", name, llambda_last_error()); return; }
@@ -66,7 +67,7 @@ static void check_model(const char *path, const char *dir_ref, const char *name,
             double e = nmse(lg, lref + (size_t)i * V, V);
             if (e > worst) worst = e;
             agree += argmax(lg, V) == argmax(lref + (size_t)i * V, V);
-            within += e <= (kind ? 2e-3 : 1e-5);
+            within += e <= (kind ? 2e-3 : float_tol);
         }
         /* generation: greedy, compared while tokens agree */
         int gen_ok = 1, g;
@@ -83,7 +84,7 @@ static void check_model(const char *path, const char *dir_ref, const char *name,
         printf("  %-28s p%d rows %3d  worst NMSE %.2e  gen %.2e  argmax %d/%d  greedy %s (%d)\n", name, pi,
                r.n_prompt, worst, worst_gen, agree, r.n_prompt, gen_ok ? "same" : "DIFFERS", g);
         if (kind == 0) {
-            CHECK(worst <= 1e-5 && worst_gen <= 1e-5, "%s p%d: NMSE %.3g / %.3g > 1e-5", name, pi, worst, worst_gen);
+            CHECK(worst <= float_tol && worst_gen <= float_tol, "%s p%d: NMSE %.3g / %.3g > %g", name, pi, worst, worst_gen, float_tol);
             CHECK(gen_ok, "%s p%d: greedy tokens differ at step %d", name, pi, g);
         } else {
             CHECK(within == r.n_prompt, "%s p%d: %d of %d rows over NMSE 2e-3 (worst %.3g)", name, pi, r.n_prompt - within, r.n_prompt, worst);
@@ -120,6 +121,16 @@ int main(int argc, char **argv) {
         char path[1200];
         snprintf(path, sizeof path, "%s/stories260K.gguf", rm);
         check_model(path, rr, "stories260K-F32", 0, n_batch);
+    }
+    /* gemma4 (archs/gemma4): F16 tolerance 3e-5 per the fixtures README */
+    float_tol = 3e-5;
+    static const char *g4[] = {"tiny-gemma4-F16", "tiny-gemma4-Q8_0", "tiny-gemma4-Q4_K_M"};
+    for (int i = 0; i < 3; i++) {
+        char path[1200], tn[160], dir_ref[1024];
+        snprintf(path, sizeof path, "%s/%s.gguf", fixture("archs/gemma4/models"), g4[i]);
+        snprintf(dir_ref, sizeof dir_ref, "%s", fixture("archs/gemma4/ref"));
+        snprintf(tn, sizeof tn, "fixture logits %s", g4[i]);
+        TEST(tn) check_model(path, dir_ref, g4[i], i > 0, n_batch);
     }
     return test_summary();
 }

@@ -112,6 +112,35 @@ static void test_invariance(const char *rel) {
     llambda_model_free(m);
 }
 
+/* Gemma 4: the sliding layers' ring (window + batch - 1 cells) wraps when batches are
+ * small; logits must not change. */
+static void test_gemma_ring(void) {
+    const char *rel = "archs/gemma4/models/tiny-gemma4-Q8_0.gguf";
+    llambda_model *m = load(rel);
+    if (!m) return;
+    int V = llambda_model_n_vocab(m);
+    int32_t t[60];
+    for (int i = 0; i < 60; i++) t[i] = (int32_t)(2 + (i * 37) % 1800);
+    float *ref = eval_all(m, t, 60, 2, 512, 60);
+    struct { int batch, chunk; } runs[] = {{1, 60}, {4, 60}, {7, 3}, {512, 1}, {16, 16}};
+    for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+        float *x = eval_all(m, t, 60, 2, runs[r].batch, runs[r].chunk);
+        CHECK(!memcmp(x, ref, (size_t)60 * V * 4), "batch %d chunk %d differ", runs[r].batch, runs[r].chunk);
+        free(x);
+    }
+    free(ref);
+    /* KV bytes: 3 sliding layers with a ring of 16 + 8 - 1 cells, 1 global layer with
+     * 256 cells, 4 shared layers with none; K and V, f16, 2 KV heads x 64 and 1 x 128 */
+    llambda_context_params p = llambda_context_default_params();
+    p.n_ctx = 256; p.n_batch = 8;
+    llambda_context *c;
+    CHECK(llambda_context_create(m, &p, &c) == LLAMBDA_OK, "ctx");
+    uint64_t want = 3ull * (16 + 8 - 1) * 128 * 2 * 2 + 1ull * 256 * 128 * 2 * 2;
+    CHECK(llambda_context_kv_bytes(c) == want, "KV bytes %llu, want %llu", (unsigned long long)llambda_context_kv_bytes(c), (unsigned long long)want);
+    llambda_context_free(c);
+    llambda_model_free(m);
+}
+
 static void test_context_full(void) {
     llambda_model *m = load(LLAMA);
     if (!m) return;
@@ -193,6 +222,34 @@ static void expect_load_error(edit_kind kind, const char *target, const char *wa
     remove(path);
 }
 
+/* gemma4 with one metadata key changed: a 3-entry pattern, or a wrong sliding head size */
+static void expect_gemma_error(const char *key, const char *want) {
+    llambda_gguf *g = llambda_gguf_open(fixture("archs/gemma4/models/tiny-gemma4-Q8_0.gguf"));
+    llambda_gguf_writer *w = llambda_gguf_writer_new();
+    for (int64_t i = 0; i < llambda_gguf_n_kv(g); i++) {
+        const char *k = llambda_gguf_key(g, i);
+        int twin = strstr(key, "key_length_swa") && !strcmp(k, "gemma4.attention.value_length_swa");
+        if (!strcmp(k, key) || twin) {
+            if (strstr(key, "pattern")) { uint8_t b[3] = {1, 1, 0}; llambda_gguf_set_arr(w, k, LLAMBDA_GGUF_BOOL, b, 3); }
+            else llambda_gguf_set_u32(w, k, 32);
+            continue;
+        }
+        llambda_gguf_set_value(w, k, llambda_gguf_kv(g, i));
+    }
+    for (int64_t i = 0; i < llambda_gguf_n_tensors(g); i++) {
+        const llambda_gguf_tensor *t = llambda_gguf_tensor_at(g, i);
+        llambda_gguf_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data);
+    }
+    llambda_gguf_writer_write(w, "/tmp/llambda_bad_gemma.gguf");
+    llambda_gguf_writer_free(w);
+    llambda_gguf_close(g);
+    llambda_model *m = NULL;
+    CHECK(llambda_model_load("/tmp/llambda_bad_gemma.gguf", NULL, &m) != LLAMBDA_OK, "loaded");
+    CHECK(strstr(llambda_last_error(), want) != NULL, "message '%s' lacks '%s'", llambda_last_error(), want);
+    llambda_model_free(m);
+    remove("/tmp/llambda_bad_gemma.gguf");
+}
+
 static void test_chat(void) {
     llambda_model *m = load("models/tiny-llama31-F16.gguf"), *q = load("models/tiny-qwen25-F16.gguf");
     if (!m || !q) { llambda_model_free(m); llambda_model_free(q); return; }
@@ -215,6 +272,20 @@ static void test_chat(void) {
     int32_t eot = -1;
     for (int i = 0; i < llambda_model_n_vocab(m); i++) { char p[64]; int k = llambda_token_to_piece(m, i, p, 63, true); if (k == 10 && !memcmp(p, "<|eot_id|>", 10)) eot = i; }
     CHECK(eot >= 0 && llambda_token_is_eog(m, eot), "<|eot_id|> is end of generation");
+    /* Gemma 4 turns, detected from the real template; BOS comes from the tokenizer */
+    llambda_model *g = load("archs/gemma4/models/tiny-gemma4-F16.gguf");
+    if (g) {
+        CHECK(llambda_chat_format_name(g) && !strcmp(llambda_chat_format_name(g), "gemma4"), "gemma4 detection");
+        llambda_chat_message gm[] = {{"system", "Be brief."}, {"user", "Hi there"}};
+        llambda_chat_render(g, NULL, gm + 1, 1, true, buf, sizeof buf);
+        CHECK(!strcmp(buf, "<|turn>user\nHi there<turn|>\n<|turn>model\n<|channel>thought\n<channel|>"), "gemma4 user: %s", buf);
+        llambda_chat_render(g, NULL, gm, 2, true, buf, sizeof buf);
+        CHECK(!strcmp(buf, "<|turn>system\nBe brief.<turn|>\n<|turn>user\nHi there<turn|>\n<|turn>model\n<|channel>thought\n<channel|>"), "gemma4 system: %s", buf);
+        int32_t gt[64];
+        int gn = llambda_tokenize(g, buf, strlen(buf), gt, 64, true, true);
+        CHECK(gn > 5 && gt[0] == llambda_token_bos(g), "gemma4 BOS");
+        llambda_model_free(g);
+    }
     /* the stories model has no template: a clear error unless a format is named */
     llambda_model *s = load("real/stories260K.gguf");
     CHECK(llambda_chat_render(s, NULL, msgs, 2, true, buf, sizeof buf) < 0 && strstr(llambda_last_error(), "no chat template"), "no template error");
@@ -294,10 +365,14 @@ int main(void) {
     TEST("inference: logits independent of batch size and threads (Q4_K_M)") test_invariance(LLAMA);
     TEST("inference: logits independent of batch size and threads (qwen2 Q6_K)") test_invariance("models/tiny-qwen25-Q6_K.gguf");
     TEST("inference: logits independent of batch size and threads (F32)") test_invariance("models/tiny-llama31-F32.gguf");
+    TEST("inference: gemma4 sliding-window ring: logits independent of batch and chunking; KV bytes") test_gemma_ring();
+    TEST("inference: exact replay, gemma4 Q4_K_M (sliding window, shared KV)") test_exact_replay("archs/gemma4/models/tiny-gemma4-Q4_K_M.gguf");
     TEST("inference: context overflow is a clear error, generation stops") test_context_full();
     TEST("inference: a context used by a second caller is refused") test_busy();
     TEST("inference: greedy story from the real stories260K model; stop strings") test_story();
     TEST("inference: chat templates render llama3 and ChatML exactly") test_chat();
+    TEST("load errors: gemma4 pattern array of the wrong length") expect_gemma_error("gemma4.attention.sliding_window_pattern", "sliding_window_pattern': array of 3 entries, expected 8");
+    TEST("load errors: gemma4 head size that disagrees with the tensors") expect_gemma_error("gemma4.attention.key_length_swa", "has shape");
     TEST("load errors: missing tensor") expect_load_error(DROP_TENSOR, "blk.1.ffn_up.weight", "missing tensor 'blk.1.ffn_up.weight'");
     TEST("load errors: wrong shape") expect_load_error(RESHAPE_TENSOR, "blk.0.attn_q.weight", "tensor 'blk.0.attn_q.weight' has shape");
     TEST("load errors: unknown architecture") expect_load_error(SET_ARCH, "general.architecture", "unknown architecture 'no-such-arch'");

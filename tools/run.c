@@ -105,6 +105,9 @@ static llambda_context *make_ctx(llambda_model *m, const opts *o, int logits) {
     cp.sampling = o->sp;
     llambda_context *c;
     if (llambda_context_create(m, &cp, &c)) { fprintf(stderr, "llambda: %s\n", llambda_last_error()); return NULL; }
+    if (o->verbose || logits == LLAMBDA_LOGITS_LAST)
+        fprintf(stderr, "llambda: %s (%s), context %d tokens, KV cache %.2f MiB, %s kernels\n", llambda_model_name(m),
+                llambda_model_arch(m), llambda_context_n_ctx(c), (double)llambda_context_kv_bytes(c) / (1024.0 * 1024.0), llambda_isa());
     return c;
 }
 

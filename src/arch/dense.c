@@ -38,8 +38,8 @@ static void attention_block(struct llambda_context *c, const ll_layer *L, int l,
     ll_matmul(c, &L->wq, c->xb, n, c->q);  ll_add_bias(c->q, &L->bq, n);
     ll_matmul(c, &L->wk, c->xb, n, c->k);  ll_add_bias(c->k, &L->bk, n);
     ll_matmul(c, &L->wv, c->xb, n, c->v);  ll_add_bias(c->v, &L->bv, n);
-    ll_rope(c, c->q, n, h->n_head, qd);
-    ll_rope(c, c->k, n, h->n_head_kv, kvd);
+    ll_rope(h, c->q, n, h->n_head, h->head_dim, qd, h->n_rot, c->rope_cs);
+    ll_rope(h, c->k, n, h->n_head_kv, h->head_dim, kvd, h->n_rot, c->rope_cs);
     ll_kv_store(c, l, c->k, c->v, n, pos);
     ll_attention(c, l, c->q, n, pos, c->att);
     ll_matmul(c, &L->wo, c->att, n, c->xb2);  ll_add_bias(c->xb2, &L->bo, n);
@@ -72,7 +72,7 @@ llambda_status ll_dense_forward(struct llambda_context *c, const int32_t *tokens
     const llambda_model *m = c->m;
     int d = m->hp.n_embd;
     for (int t = 0; t < n; t++) ll_embed(&m->tok_embd, tokens[t], c->x + (size_t)t * d);
-    ll_rope_cache(c, n, pos);
+    ll_rope_cache(c, c->rope_cs, n, pos, m->hp.n_rot, m->hp.rope_base, m->rope_freqs);
     for (int l = 0; l < m->hp.n_layer; l++) {
         attention_block(c, &m->layers[l], l, n, pos);
         ffn_block(c, &m->layers[l], n);

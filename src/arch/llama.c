@@ -12,6 +12,7 @@ static llambda_status llama_load(llambda_model *m) {
     ll_weight rf;
     if ((st = ll_bind(m, &rf, 0, m->hp.n_rot / 2, 0, "rope_freqs.weight"))) return st;
     m->rope_freqs = rf.data ? (const float *)rf.data : NULL;
+    ll_hparams_uniform(&m->hp, m->rope_freqs);
     return ll_bind_dense_layers(m, 0 /* biases optional */);
 }
 

@@ -12,6 +12,7 @@ static llambda_status qwen2_load(llambda_model *m) {
                         m->hp.n_head, m->hp.head_dim, m->hp.n_embd);
     if ((st = ll_bind_dense_globals(m))) return st;
     if ((st = ll_bind(m, &m->output_bias, 0, m->hp.n_vocab, 0, "output.bias"))) return st;
+    ll_hparams_uniform(&m->hp, NULL);
     return ll_bind_dense_layers(m, 1 /* Q/K/V biases expected */);
 }
 

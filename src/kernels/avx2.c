@@ -373,15 +373,16 @@ static void quantize_row_q8_0(const float *x, void *dst, int64_t n) {
 
 /* ll_attend_f16_scalar with 8-wide F16C conversions (round to nearest even, as the
  * scalar conversion) and FMAs; heads whose size is not a multiple of 8 use the scalar one. */
-static void attend_f16(const uint16_t *q16, const uint16_t *K, const uint16_t *V, int W, int D, int n,
-                       float scale, uint16_t *acc16, float *out) {
-    if (D % 8 || D > 256) { ll_attend_f16_scalar(q16, K, V, W, D, n, scale, acc16, out); return; }
-    __m256 acc[32];
+static void attend_f16(const uint16_t *q16, const uint16_t *K, const uint16_t *V, int W, int D, int first, int n,
+                       int ring, float scale, uint16_t *acc16, float *out) {
+    if (D % 8 || D > 512) { ll_attend_f16_scalar(q16, K, V, W, D, first, n, ring, scale, acc16, out); return; }
+    __m256 acc[64];
     int nv = D / 8;
     for (int b = 0; b < nv; b++) acc[b] = _mm256_setzero_ps();
     float M = -INFINITY, S = 0;
-    for (int cell = 0; cell < n; cell++) {
-        const uint16_t *kk = K + (size_t)cell * W, *v = V + (size_t)cell * W;
+    for (int j = 0; j < n; j++) {
+        size_t cell = (size_t)((first + j) % ring);
+        const uint16_t *kk = K + cell * W, *v = V + cell * W;
         float s = dot_f16_f16(q16, kk, D) * scale, ms = 1.0f, vs = 1.0f;
         if (s > M) {
             float Mold = M;

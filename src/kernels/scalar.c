@@ -84,18 +84,20 @@ static void dot_q4_1(int64_t n, float *s, const void *w, const void *x) {
 
 static void dot_q5_0(int64_t n, float *s, const void *w, const void *x) {
     const block_q5_0 *a = w; const block_q8_0 *b = x;
-    float sum = 0;
+    float acc[8] = {0};
     for (int64_t i = 0; i < n / 32; i++) {
         uint32_t h; memcpy(&h, a[i].qh, 4);
-        int isum = 0;
-        for (int j = 0; j < 16; j++) {
-            int q0 = ((a[i].qs[j] & 0xF) | (int)(((h >> j) & 1) << 4)) - 16;
-            int q1 = ((a[i].qs[j] >> 4) | (int)(((h >> (j + 16)) & 1) << 4)) - 16;
-            isum += q0 * b[i].qs[j] + q1 * b[i].qs[j + 16];
+        float d = LL_FP16(a[i].d) * LL_FP16(b[i].d);
+        for (int m = 0; m < 8; m++) {
+            int isum = 0;
+            for (int e = 4 * m; e < 4 * m + 4; e++) {
+                int nib = e < 16 ? (a[i].qs[e] & 0xF) : (a[i].qs[e - 16] >> 4);
+                isum += ((nib | (int)(((h >> e) & 1) << 4)) - 16) * b[i].qs[e];
+            }
+            acc[m] = fmaf(d, (float)isum, acc[m]);
         }
-        sum += (float)isum * (LL_FP16(a[i].d) * LL_FP16(b[i].d));
     }
-    *s = sum;
+    *s = hsum8(acc);
 }
 
 static void dot_q5_1(int64_t n, float *s, const void *w, const void *x) {
@@ -293,12 +295,13 @@ static void dot_iq4_xs(int64_t n, float *s, const void *w, const void *x) {
 
 /* One query head over n cells: online softmax with running max M and sum S (f32); the
  * V accumulator is kept in f16, rescaled on a new maximum, rounded after every key. */
-void ll_attend_f16_scalar(const uint16_t *q16, const uint16_t *K, const uint16_t *V, int W, int D, int n,
-                          float scale, uint16_t *acc16, float *out) {
+void ll_attend_f16_scalar(const uint16_t *q16, const uint16_t *K, const uint16_t *V, int W, int D, int first, int n,
+                          int ring, float scale, uint16_t *acc16, float *out) {
     float M = -INFINITY, S = 0;
     for (int i = 0; i < D; i++) acc16[i] = 0;
-    for (int cell = 0; cell < n; cell++) {
-        const uint16_t *k = K + (size_t)cell * W, *v = V + (size_t)cell * W;
+    for (int j = 0; j < n; j++) {
+        size_t cell = (size_t)((first + j) % ring);
+        const uint16_t *k = K + cell * W, *v = V + cell * W;
         float s = ll_dot_f16_f16(q16, k, D) * scale, ms = 1.0f, vs = 1.0f;
         if (s > M) {
             float Mold = M;

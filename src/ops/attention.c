@@ -4,11 +4,14 @@
  * fixed order, so the result does not depend on batch size or thread count. */
 #include "../model.h"
 
+/* Cell of position pos in a layer's cache: a ring for sliding layers. */
+static inline size_t cell_of(const ll_kv_cache *kv, int layer, int pos) { return (size_t)(pos % kv->cells[layer]); }
+
 void ll_kv_store(struct llambda_context *c, int layer, const float *k, const float *v, int n_tok, int pos0) {
     ll_kv_cache *kv = &c->kv;
-    int W = kv->width;
+    int W = kv->width[layer];
     for (int t = 0; t < n_tok; t++) {
-        size_t cell = (size_t)(pos0 + t);
+        size_t cell = cell_of(kv, layer, pos0 + t);
         if (kv->type == LLAMBDA_KV_F16) {
             uint16_t *kd = (uint16_t *)kv->k[layer] + cell * (size_t)W, *vd = (uint16_t *)kv->v[layer] + cell * (size_t)W;
             for (int i = 0; i < W; i++) { kd[i] = ll_fp32_to_fp16(k[(size_t)t * W + i]); vd[i] = ll_fp32_to_fp16(v[(size_t)t * W + i]); }
@@ -26,11 +29,13 @@ typedef struct attn_job {
     float *out;
 } attn_job;
 
-static void attend_f32(const float *q, const float *K, const float *V, int W, int g, int D, int n_cells, float scale, float *o) {
+static void attend_f32(const float *q, const float *K, const float *V, int W, int D, int first, int n_cells, int ring,
+                       float scale, float *o) {
     float M = -INFINITY, S = 0;
     memset(o, 0, (size_t)D * sizeof *o);
-    for (int cell = 0; cell < n_cells; cell++) {
-        const float *k = K + (size_t)cell * W + (size_t)g * D, *v = V + (size_t)cell * W + (size_t)g * D;
+    for (int i = 0; i < n_cells; i++) {
+        size_t cell = (size_t)((first + i) % ring);
+        const float *k = K + cell * W, *v = V + cell * W;
         float s = 0, ms = 1.0f, vs = 1.0f;
         for (int i = 0; i < D; i++) s += q[i] * k[i];
         s *= scale;
@@ -47,24 +52,27 @@ static void attn_task(void *arg, int ith, int nth) {
     attn_job *j = arg;
     struct llambda_context *c = j->c;
     const ll_hparams *h = &c->m->hp;
-    int H = h->n_head, D = h->head_dim, G = h->n_head / h->n_head_kv, W = c->kv.width;
-    float scale = 1.0f / sqrtf((float)D);
-    /* per-thread scratch: q16 and the f16 accumulator */
+    int l = j->layer, src = h->kv_src_l[l];
+    int H = h->n_head, D = h->head_dim_l[l], G = h->n_head / h->n_head_kv_l[l], W = c->kv.width[src], ring = c->kv.cells[src];
+    float scale = h->attn_scale > 0 ? h->attn_scale : 1.0f / sqrtf((float)D);
+    /* per-thread scratch: q in f16 and the f16 accumulator */
     uint16_t *q16 = (uint16_t *)(c->scores + (size_t)ith * (size_t)c->scores_stride), *acc16 = q16 + D;
     const ll_kernels *k = ll_kernels_get();
     int total = j->n_tok * H;
     for (int idx = ith; idx < total; idx += nth) {
-        int t = idx / H, hd = idx % H, g = hd / G, n_cells = j->pos0 + t + 1;
+        int t = idx / H, hd = idx % H, g = hd / G, pos = j->pos0 + t;
+        /* visible keys: positions first..pos (the last n_swa on sliding layers), oldest first */
+        int first = h->swa_l[l] && pos + 1 > h->n_swa ? pos + 1 - h->n_swa : 0, n_cells = pos + 1 - first;
         const float *q = j->q + (size_t)t * (size_t)(H * D) + (size_t)hd * D;
         float *o = j->out + (size_t)t * (size_t)(H * D) + (size_t)hd * D;
         if (c->kv.type == LLAMBDA_KV_F16) {
             /* Q rounded to f16, as llama.cpp's single-chunk path does */
             for (int i = 0; i < D; i++) q16[i] = ll_fp32_to_fp16(q[i]);
-            k->attend_f16(q16, (const uint16_t *)c->kv.k[j->layer] + (size_t)g * D, (const uint16_t *)c->kv.v[j->layer] + (size_t)g * D,
-                          W, D, n_cells, scale, acc16, o);
-        }
-        else
-            attend_f32(q, (const float *)c->kv.k[j->layer], (const float *)c->kv.v[j->layer], W, g, D, n_cells, scale, o);
+            k->attend_f16(q16, (const uint16_t *)c->kv.k[src] + (size_t)g * D, (const uint16_t *)c->kv.v[src] + (size_t)g * D,
+                          W, D, first, n_cells, ring, scale, acc16, o);
+        } else
+            attend_f32(q, (const float *)c->kv.k[src] + (size_t)g * D, (const float *)c->kv.v[src] + (size_t)g * D, W, D,
+                       first, n_cells, ring, scale, o);
     }
 }
 

@@ -1,5 +1,6 @@
 /* Elementwise pieces: RMSNorm, SwiGLU, residual add. */
 #include "../model.h"
+#include <pthread.h>
 
 /* y = x / sqrt(mean(x²) + eps) ⊙ w; squares summed in double, as llama.cpp does. */
 void ll_rms_norm(float *y, const float *x, const ll_weight *w, int n, float eps) {
@@ -36,4 +37,38 @@ void ll_swiglu(float *g, const float *u, int64_t n) {
 
 void ll_add(float *y, const float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] += x[i];
+}
+
+void ll_rms_norm_rows(float *y, const float *x, const ll_weight *w, int n, int rows, float eps) {
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * n;
+        float *yr = y + (size_t)r * n;
+        double sum = 0;
+        for (int i = 0; i < n; i++) sum += (double)(xr[i] * xr[i]);
+        float scale = 1.0f / sqrtf((float)(sum / n) + eps);
+        if (w && w->data) { const float *wt = (const float *)w->data; for (int i = 0; i < n; i++) yr[i] = (xr[i] * scale) * wt[i]; }
+        else for (int i = 0; i < n; i++) yr[i] = xr[i] * scale;
+    }
+}
+
+/* GELU as llama.cpp evaluates it (GGML_GELU_FP16): a table over all binary16 inputs
+ * holding f16(gelu(x)), with the tanh approximation; inputs beyond ±10 short-cut. */
+static uint16_t gelu_table[65536];
+static pthread_once_t gelu_once = PTHREAD_ONCE_INIT;
+static void build_gelu_table(void) {
+    for (uint32_t i = 0; i < 65536; i++) {
+        float x = ll_fp16_to_fp32((uint16_t)i);
+        float inner = 0.79788456080286535587989211986876f * x * fmaf(0.044715f * x, x, 1.0f);
+        gelu_table[i] = ll_fp32_to_fp16(0.5f * x * (1.0f + tanhf(inner)));
+    }
+}
+
+void ll_geglu(float *g, const float *u, int64_t n) {
+    pthread_once(&gelu_once, build_gelu_table);
+    for (int64_t i = 0; i < n; i++) {
+        float x = g[i];
+        if (x <= -10.0f) g[i] = 0.0f;
+        else if (x >= 10.0f) g[i] = x * u[i];
+        else g[i] = LL_FP16(gelu_table[ll_fp32_to_fp16(x)]) * u[i];
+    }
 }

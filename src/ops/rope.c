@@ -2,35 +2,33 @@
  * t_0 = pos, t_{i+1} = t_i · base^(-2/n_rot); θ_i = freq_scale · t_i / freq_factor_i. */
 #include "../model.h"
 
-void ll_rope_cache(struct llambda_context *c, int n_tok, int pos0) {
+void ll_rope_cache(struct llambda_context *c, float *cs, int n_tok, int pos0, int n_rot, float base, const float *freqs) {
     const ll_hparams *h = &c->m->hp;
-    int half = h->n_rot / 2;
-    float theta_scale = powf(h->rope_base, -2.0f / (float)h->n_rot);
+    int half = n_rot / 2;
+    float theta_scale = powf(base, -2.0f / (float)n_rot);
     for (int t = 0; t < n_tok; t++) {
         float theta = (float)(pos0 + t);
-        float *cs = c->rope_cs + (size_t)t * (size_t)half * 2;
+        float *row = cs + (size_t)t * (size_t)half * 2;
         for (int i = 0; i < half; i++) {
-            float ff = c->m->rope_freqs ? c->m->rope_freqs[i] : 1.0f;
+            float ff = freqs ? freqs[i] : 1.0f;
             float th = h->rope_freq_scale * (theta / ff);
-            cs[2 * i] = cosf(th) * h->rope_attn_factor;
-            cs[2 * i + 1] = sinf(th) * h->rope_attn_factor;
+            row[2 * i] = cosf(th) * h->rope_attn_factor;
+            row[2 * i + 1] = sinf(th) * h->rope_attn_factor;
             theta *= theta_scale;
         }
     }
 }
 
-/* Rotate n_heads heads of each token row (row stride `stride` floats). */
-void ll_rope(struct llambda_context *c, float *x, int n_tok, int n_heads, int stride) {
-    const ll_hparams *h = &c->m->hp;
-    int half = h->n_rot / 2, D = h->head_dim;
+void ll_rope(const ll_hparams *h, float *x, int n_tok, int n_heads, int D, int stride, int n_rot, const float *cs) {
+    int half = n_rot / 2;
     for (int t = 0; t < n_tok; t++) {
-        const float *cs = c->rope_cs + (size_t)t * (size_t)half * 2;
+        const float *row = cs + (size_t)t * (size_t)half * 2;
         for (int hd = 0; hd < n_heads; hd++) {
             float *v = x + (size_t)t * (size_t)stride + (size_t)hd * (size_t)D;
             for (int i = 0; i < half; i++) {
                 int a = h->rope_type == LL_ROPE_NEOX ? i : 2 * i;
                 int b = h->rope_type == LL_ROPE_NEOX ? i + half : 2 * i + 1;
-                float x0 = v[a], x1 = v[b], co = cs[2 * i], si = cs[2 * i + 1];
+                float x0 = v[a], x1 = v[b], co = row[2 * i], si = row[2 * i + 1];
                 /* fused as llama.cpp's build contracts them: x0·cos − (x1·sin), x0·sin + (x1·cos) */
                 v[a] = fmaf(x0, co, -(x1 * si));
                 v[b] = fmaf(x0, si, x1 * co);
