@@ -228,7 +228,7 @@ static void expect_gemma_error(const char *key, const char *want) {
     llambda_gguf_writer *w = llambda_gguf_writer_new();
     for (int64_t i = 0; i < llambda_gguf_n_kv(g); i++) {
         const char *k = llambda_gguf_key(g, i);
-        int twin = strstr(key, "key_length_swa") && !strcmp(k, "gemma4.attention.value_length_swa");
+        int twin = strstr(key, "key_length_swa") && (!strcmp(k, "gemma4.attention.value_length_swa") || !strcmp(k, "gemma4.rope.dimension_count_swa"));
         if (!strcmp(k, key) || twin) {
             if (strstr(key, "pattern")) { uint8_t b[3] = {1, 1, 0}; llambda_gguf_set_arr(w, k, LLAMBDA_GGUF_BOOL, b, 3); }
             else llambda_gguf_set_u32(w, k, 32);
