@@ -91,6 +91,19 @@ llambda_status llambda_context_create(llambda_model *m, const llambda_context_pa
     c->hb2 = xcalloc(nb * (size_t)widest, 4, &fail);
     /* per-layer inputs: the token part, then the projection part */
     if (h->n_embd_per_layer > 0) c->ple = xcalloc(2 * nb * (size_t)h->n_layer * (size_t)h->n_embd_per_layer, 4, &fail);
+    if (h->n_expert > 0) {
+        size_t X = (size_t)h->n_expert, K = (size_t)h->n_expert_used, FX = (size_t)h->n_ff_exp;
+        c->moe_logits = xcalloc(nb * X, 4, &fail);
+        c->moe_probs = xcalloc(nb * X, 4, &fail);
+        c->moe_w = xcalloc(nb * K, 4, &fail);
+        c->moe_sel = xcalloc(nb * K, sizeof *c->moe_sel, &fail);
+        c->moe_rows = xcalloc(nb * K, sizeof *c->moe_rows, &fail);
+        c->moe_out = xcalloc(nb * K * (size_t)d, 4, &fail);
+        c->moe_in = xcalloc(nb * K * (size_t)d, 4, &fail);
+        c->moe_h = xcalloc(nb * K * 2 * FX, 4, &fail);
+        c->moe_u = xcalloc(nb * K * FX, 4, &fail);
+        c->moe_d = xcalloc(nb * K * (size_t)d, 4, &fail);
+    }
     c->rope_cs = xcalloc(nb * (size_t)rot, 4, &fail);
     c->rope_cs2 = xcalloc(nb * (size_t)rot, 4, &fail);
     int qrow = widest > h->n_layer * h->n_embd_per_layer ? widest : h->n_layer * h->n_embd_per_layer;
@@ -123,6 +136,8 @@ void llambda_context_free(llambda_context *c) {
     for (int l = 0; c->kv.k && l < c->m->hp.n_layer; l++) free(c->kv.k[l]);
     for (int l = 0; c->kv.v && l < c->m->hp.n_layer; l++) free(c->kv.v[l]);
     free(c->kv.k); free(c->kv.v); free(c->kv.width); free(c->kv.cells); free(c->ple); free(c->rope_cs2);
+    free(c->moe_logits); free(c->moe_probs); free(c->moe_w); free(c->moe_sel); free(c->moe_rows);
+    free(c->moe_out); free(c->moe_in); free(c->moe_h); free(c->moe_u); free(c->moe_d);
     free(c->x); free(c->xb); free(c->xb2); free(c->q); free(c->k); free(c->v); free(c->att);
     free(c->hb); free(c->hb2); free(c->rope_cs); free(c->scores); free(c->qbuf); free(c->want); free(c->logits);
     if (c->owns_pool) ll_pool_free(c->pool);

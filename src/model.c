@@ -100,6 +100,29 @@ llambda_status ll_bind(llambda_model *m, ll_weight *w, int required, int64_t ne0
     return LLAMBDA_OK;
 }
 
+llambda_status ll_bind3(llambda_model *m, ll_weight *w, int required, int64_t ne0, int64_t ne1, int64_t ne2, const char *fmt, ...) {
+    char name[96];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    memset(w, 0, sizeof *w);
+    const llambda_gguf_tensor *t = llambda_gguf_find_tensor(m->gguf, name);
+    if (!t) return required ? ll_error(LLAMBDA_ERR_FORMAT, "missing tensor '%s'", name) : LLAMBDA_OK;
+    if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != ne2 || t->ne[3] != 1)
+        return ll_error(LLAMBDA_ERR_FORMAT, "tensor '%s' has shape [%lld, %lld, %lld], expected [%lld, %lld, %lld]", name,
+                        (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)ne0, (long long)ne1, (long long)ne2);
+    const llambda_type_traits *tt = llambda_type_get(t->type);
+    if (!tt->dequantize_row || ll_vec_dot_type(t->type) < 0)
+        return ll_error(LLAMBDA_ERR_UNSUPPORTED, "tensor '%s' has type %s, which llambda cannot compute with", name, tt->name);
+    w->name = t->name; w->type = t->type; w->cols = ne0; w->rows = ne1; w->n_mat = ne2;
+    w->row_bytes = (size_t)llambda_type_row_bytes(t->type, ne0);
+    w->data = t->data;
+    m->n_params += llambda_tensor_nelements(t);
+    m->weight_bytes += t->nbytes;
+    return LLAMBDA_OK;
+}
+
 llambda_status ll_bind_dense_globals(llambda_model *m) {
     ll_hparams *h = &m->hp;
     llambda_status st;

@@ -19,6 +19,21 @@ typedef struct ll_weight {
 
 #define LL_MAX_LAYERS 512
 
+/* Routed experts of one layer (ops/moe.c). */
+enum { LL_MOE_SOFTMAX = 0, LL_MOE_SIGMOID = 1 };
+enum { LL_ACT_SILU = 0, LL_ACT_GELU = 1, LL_ACT_RELU2 = 2 };
+typedef struct ll_moe {
+    ll_weight router;                  /* [n_embd, X] */
+    ll_weight gate_up;                 /* [n_embd, 2*FX, X] fused gate then up, or: */
+    ll_weight gate, up;                /* [n_embd, FX, X] each (up absent for ReLU² experts) */
+    ll_weight down;                    /* [FX, n_embd, X] */
+    const float *down_scale;           /* [X] per-expert output scale, or NULL */
+    const float *sel_bias;             /* [X] added to probabilities only to choose, or NULL */
+    int n_expert, n_used, n_ff;
+    int gating, act, norm_weights;
+    float weight_scale;                /* 0 or 1: none */
+} ll_moe;
+
 typedef struct ll_layer {
     ll_weight attn_norm;               /* [n_embd] */
     ll_weight wq, wk, wv, wo;          /* [n_embd, H*D] [n_embd, Hkv*D] x2, [H*D, n_embd] */
@@ -30,6 +45,9 @@ typedef struct ll_layer {
     ll_weight post_ffw_norm;           /* [n_embd] (gemma4) */
     ll_weight inp_gate, proj, post_norm; /* per-layer input: [n_embd, P], [P, n_embd], [n_embd] (gemma4) */
     ll_weight out_scale;               /* [1] layer_output_scale (gemma4) */
+    ll_moe moe;                        /* routed experts, when moe.n_expert > 0 */
+    ll_weight router_scale;            /* [n_embd] gemma4 router input scale */
+    ll_weight pre_ffw_norm_2, post_ffw_norm_1, post_ffw_norm_2; /* gemma4 expert norms */
 } ll_layer;
 
 enum { LL_ROPE_NORM = 0, LL_ROPE_NEOX = 2 };
@@ -42,6 +60,7 @@ typedef struct ll_hparams {
     float logit_softcap;               /* 0: none */
     int n_swa;                         /* sliding window (keys per query, incl. itself) */
     int n_embd_per_layer;              /* per-layer input width P (gemma4), 0 if none */
+    int n_expert, n_expert_used, n_ff_exp; /* routed experts (0: dense) */
     /* per layer (dense architectures fill them uniformly) */
     int head_dim_l[LL_MAX_LAYERS], n_head_kv_l[LL_MAX_LAYERS], n_ff_l[LL_MAX_LAYERS], n_rot_l[LL_MAX_LAYERS];
     int swa_l[LL_MAX_LAYERS];          /* 1: sliding-window layer */
@@ -124,6 +143,10 @@ struct llambda_context {
     /* scratch, sized at creation for n_batch tokens */
     float *x, *xb, *xb2, *q, *k, *v, *att, *hb, *hb2;
     float *ple;                /* [n_batch][n_layer * P] per-layer inputs (gemma4) */
+    /* MoE scratch (ops/moe.c), sized from the model's expert counts */
+    float *moe_logits, *moe_probs, *moe_w, *moe_out, *moe_in, *moe_h, *moe_u, *moe_d;
+    int32_t *moe_sel;
+    int *moe_rows;
     float *rope_cs, *rope_cs2; /* [n_batch][n_rot/2][2]: two RoPE tables (e.g. sliding and global) */
     float *scores;             /* per-thread attention scratch, scores_stride floats each */
     size_t scores_stride;
@@ -163,6 +186,10 @@ void ll_attention(struct llambda_context *c, int layer, const float *q, int n_to
 void ll_rms_norm_rows(float *y, const float *x, const ll_weight *w, int n, int rows, float eps);
 /* g = gelu(g) ⊙ u over one row, GELU through llama.cpp's f16 table */
 void ll_geglu(float *g, const float *u, int64_t n);
+/* out[n][E] = the routed experts' contribution; router_in feeds the router, x the experts */
+void ll_moe_forward(struct llambda_context *c, const ll_moe *e, const float *router_in, const float *x, int n, float *out);
+/* Bind a stacked [ne0, ne1, ne2] tensor (experts). */
+llambda_status ll_bind3(llambda_model *m, ll_weight *w, int required, int64_t ne0, int64_t ne1, int64_t ne2, const char *fmt, ...) LL_PRINTF(7, 8);
 void ll_swiglu(float *g, const float *u, int64_t n);   /* one row */
 void ll_add(float *y, const float *x, int64_t n);
 /* final norm + LM head for flagged rows; logits rows packed in order */

@@ -124,13 +124,13 @@ int main(int argc, char **argv) {
     }
     /* gemma4 (archs/gemma4): F16 tolerance 3e-5 per the fixtures README */
     float_tol = 3e-5;
-    static const char *g4[] = {"tiny-gemma4-F16", "tiny-gemma4-Q8_0", "tiny-gemma4-Q4_K_M"};
-    for (int i = 0; i < 3; i++) {
+    static const char *g4[] = {"tiny-gemma4-F16", "tiny-gemma4-moe-F16", "tiny-gemma4-Q8_0", "tiny-gemma4-Q4_K_M", "tiny-gemma4-moe-Q4_K_M"};
+    for (int i = 0; i < 5; i++) {
         char path[1200], tn[160], dir_ref[1024];
         snprintf(path, sizeof path, "%s/%s.gguf", fixture("archs/gemma4/models"), g4[i]);
         snprintf(dir_ref, sizeof dir_ref, "%s", fixture("archs/gemma4/ref"));
         snprintf(tn, sizeof tn, "fixture logits %s", g4[i]);
-        TEST(tn) check_model(path, dir_ref, g4[i], i > 0, n_batch);
+        TEST(tn) check_model(path, dir_ref, g4[i], i > 1, n_batch);
     }
     return test_summary();
 }

@@ -365,6 +365,7 @@ int main(void) {
     TEST("inference: logits independent of batch size and threads (Q4_K_M)") test_invariance(LLAMA);
     TEST("inference: logits independent of batch size and threads (qwen2 Q6_K)") test_invariance("models/tiny-qwen25-Q6_K.gguf");
     TEST("inference: logits independent of batch size and threads (F32)") test_invariance("models/tiny-llama31-F32.gguf");
+    TEST("inference: logits independent of batch size and threads (gemma4 experts)") test_invariance("archs/gemma4/models/tiny-gemma4-moe-Q4_K_M.gguf");
     TEST("inference: gemma4 sliding-window ring: logits independent of batch and chunking; KV bytes") test_gemma_ring();
     TEST("inference: exact replay, gemma4 Q4_K_M (sliding window, shared KV)") test_exact_replay("archs/gemma4/models/tiny-gemma4-Q4_K_M.gguf");
     TEST("inference: context overflow is a clear error, generation stops") test_context_full();

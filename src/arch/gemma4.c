@@ -2,7 +2,8 @@
  * bases and KV head counts; Q/K RMSNorm and a weightless V norm; shared-KV layers that
  * read the cache of the last sliding / global layer owning one; per-layer embeddings
  * (PLE); GeGLU FFN with post norms; layer output scale; final logit soft-capping.
- * Spec: gemma4.md §1-§4. (The 26B-A4B expert layers are not implemented yet.) */
+ * Expert layers (26B-A4B) run the routed experts beside the dense MLP.
+ * Spec: gemma4.md §1-§4. */
 #include "../model.h"
 #include <stdio.h>
 
@@ -65,10 +66,10 @@ static llambda_status gemma4_hparams(llambda_model *m) {
     int shared;
     if ((st = ll_hp_u32(m, "attention.shared_kv_layers", 0, 0, &shared))) return st;
     if (shared >= L) return ll_error(LLAMBDA_ERR_FORMAT, "gemma4.attention.shared_kv_layers = %d leaves no layer owning a cache", shared);
-    int expert_count;
-    if ((st = ll_hp_u32(m, "expert_count", 0, 0, &expert_count))) return st;
-    if (expert_count > 0)
-        return ll_error(LLAMBDA_ERR_UNSUPPORTED, "gemma4 with experts (expert_count %d) is not supported yet", expert_count);
+    if ((st = ll_hp_u32(m, "expert_count", 0, 0, &h->n_expert)) || (st = ll_hp_u32(m, "expert_used_count", 0, 0, &h->n_expert_used)) ||
+        (st = ll_hp_u32(m, "expert_feed_forward_length", 0, 0, &h->n_ff_exp))) return st;
+    if (h->n_expert > 0 && (h->n_expert_used < 1 || h->n_expert_used > h->n_expert || h->n_ff_exp < 1))
+        return ll_error(LLAMBDA_ERR_FORMAT, "gemma4: %d experts with %d used and expert ff %d is inconsistent", h->n_expert, h->n_expert_used, h->n_ff_exp);
     h->head_dim = kl; h->n_rot = rot; h->rope_base = base; h->rope_type = LL_ROPE_NEOX;
     h->attn_scale = 1.0f;
     h->rope_freq_scale = 1.0f; h->rope_attn_factor = 1.0f;
@@ -110,8 +111,6 @@ static llambda_status gemma4_load(llambda_model *m) {
     for (int l = 0; l < L; l++) {
         ll_layer *Y = &m->layers[l];
         int D = h->head_dim_l[l], KV = h->n_head_kv_l[l], F = h->n_ff_l[l], owns = h->kv_src_l[l] == l;
-        if (llambda_gguf_find_tensor(m->gguf, "blk.0.ffn_gate_inp.weight"))
-            return ll_error(LLAMBDA_ERR_UNSUPPORTED, "gemma4 expert layers (ffn_gate_inp) are not supported yet");
         if ((st = ll_bind(m, &Y->attn_norm, 1, E, 0, "blk.%d.attn_norm.weight", l)) ||
             (st = ll_bind(m, &Y->wq, 1, E, (int64_t)H * D, "blk.%d.attn_q.weight", l)) ||
             (st = ll_bind(m, &Y->q_norm, 1, D, 0, "blk.%d.attn_q_norm.weight", l)) ||
@@ -129,6 +128,26 @@ static llambda_status gemma4_load(llambda_model *m) {
                      (st = ll_bind(m, &Y->k_norm, 1, D, 0, "blk.%d.attn_k_norm.weight", l)) ||
                      (st = ll_bind(m, &Y->wv, 0, E, (int64_t)KV * D, "blk.%d.attn_v.weight", l))))
             return st;
+        char rn[64];
+        snprintf(rn, sizeof rn, "blk.%d.ffn_gate_inp.weight", l);
+        if (llambda_gguf_find_tensor(m->gguf, rn)) {
+            int X = h->n_expert, FX = h->n_ff_exp;
+            if (X < 1) return ll_error(LLAMBDA_ERR_FORMAT, "tensor '%s' present but gemma4.expert_count is missing", rn);
+            ll_moe *e = &Y->moe;
+            ll_weight ds;
+            if ((st = ll_bind(m, &e->router, 1, E, X, "blk.%d.ffn_gate_inp.weight", l)) ||
+                (st = ll_bind(m, &Y->router_scale, 1, E, 0, "blk.%d.ffn_gate_inp.scale", l)) ||
+                (st = ll_bind3(m, &e->gate_up, 1, E, 2 * (int64_t)FX, X, "blk.%d.ffn_gate_up_exps.weight", l)) ||
+                (st = ll_bind3(m, &e->down, 1, FX, E, X, "blk.%d.ffn_down_exps.weight", l)) ||
+                (st = ll_bind(m, &ds, 0, X, 0, "blk.%d.ffn_down_exps.scale", l)) ||
+                (st = ll_bind(m, &Y->pre_ffw_norm_2, 1, E, 0, "blk.%d.pre_ffw_norm_2.weight", l)) ||
+                (st = ll_bind(m, &Y->post_ffw_norm_1, 1, E, 0, "blk.%d.post_ffw_norm_1.weight", l)) ||
+                (st = ll_bind(m, &Y->post_ffw_norm_2, 1, E, 0, "blk.%d.post_ffw_norm_2.weight", l)))
+                return st;
+            e->down_scale = ds.data ? (const float *)ds.data : NULL;
+            e->n_expert = X; e->n_used = h->n_expert_used; e->n_ff = FX;
+            e->gating = LL_MOE_SOFTMAX; e->act = LL_ACT_GELU; e->norm_weights = 1;
+        }
         if (P > 0 && ((st = ll_bind(m, &Y->inp_gate, 1, E, P, "blk.%d.inp_gate.weight", l)) ||
                       (st = ll_bind(m, &Y->proj, 1, P, E, "blk.%d.proj.weight", l)) ||
                       (st = ll_bind(m, &Y->post_norm, 1, E, 0, "blk.%d.post_norm.weight", l))))
@@ -188,6 +207,19 @@ static void ffn_block(struct llambda_context *c, const ll_layer *Y, int l, int n
     ll_matmul(c, &Y->w_up, c->xb, n, c->hb2);
     for (int t = 0; t < n; t++) ll_geglu(c->hb + (size_t)t * F, c->hb2 + (size_t)t * F, F);
     ll_matmul(c, &Y->w_down, c->hb, n, c->xb2);
+    if (Y->moe.n_expert > 0) {
+        /* f = norm1(dense MLP) + norm2(experts); the router and the experts read x_a */
+        ll_rms_norm_rows(c->xb2, c->xb2, &Y->post_ffw_norm_1, E, n, h->eps);
+        float s_e = 1.0f / sqrtf((float)E);
+        const float *rs = (const float *)Y->router_scale.data;
+        ll_rms_norm_rows(c->xb, c->x, NULL, E, n, h->eps);
+        for (int t = 0; t < n; t++)
+            for (int i = 0; i < E; i++) c->xb[(size_t)t * E + i] = (c->xb[(size_t)t * E + i] * s_e) * rs[i];
+        ll_rms_norm_rows(c->hb2, c->x, &Y->pre_ffw_norm_2, E, n, h->eps);
+        ll_moe_forward(c, &Y->moe, c->xb, c->hb2, n, c->hb);
+        ll_rms_norm_rows(c->hb, c->hb, &Y->post_ffw_norm_2, E, n, h->eps);
+        ll_add(c->xb2, c->hb, (int64_t)n * E);
+    }
     ll_rms_norm_rows(c->xb2, c->xb2, &Y->post_ffw_norm, E, n, h->eps);
     ll_add(c->x, c->xb2, (int64_t)n * E);
 }

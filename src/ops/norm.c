@@ -15,7 +15,8 @@ void ll_rms_norm(float *y, const float *x, const ll_weight *w, int n, float eps)
 /* exp(x) as llama.cpp's AVX-512 SiLU computes it, so FFN activations round the same way:
  * n = round(x·log2 e) through the 1.5·2^23 shift, b = x − n·ln2 in two parts, a degree-5
  * polynomial for e^b, then an exact scaling by 2^n (scalef). */
-static float exp_simd(float x) {
+float ll_exp_simd(float x);
+float ll_exp_simd(float x) {
     const float shift = 0x1.8p23f;
     float z = fmaf(x, 0x1.715476p+0f, shift);
     float n = z - shift;
@@ -31,7 +32,7 @@ static float exp_simd(float x) {
  * exactly as llama.cpp's AVX-512 build splits it. */
 void ll_swiglu(float *g, const float *u, int64_t n) {
     int64_t body = n - n % 16;
-    for (int64_t i = 0; i < body; i++) g[i] = g[i] / (1.0f + exp_simd(-g[i])) * u[i];
+    for (int64_t i = 0; i < body; i++) g[i] = g[i] / (1.0f + ll_exp_simd(-g[i])) * u[i];
     for (int64_t i = body; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 

@@ -1,0 +1,133 @@
+/* Routed experts, one implementation for every MoE architecture.
+ *
+ * Router: logits = W_router · r per token; probabilities by softmax (or sigmoid); the
+ * top-k experts by probability (optionally chosen with a selection bias); weights =
+ * the chosen probabilities, normalised to sum 1 when the model says so, times a scale.
+ * Experts: tokens are grouped by expert so each expert's matrices are streamed once per
+ * batch; every output element is still one dot product, so results do not depend on the
+ * grouping. Each token's expert outputs are summed in slot order (most probable first),
+ * as llama.cpp adds them. */
+#include "../model.h"
+
+/* softmax as ggml computes it: 16-wide blocks through the SIMD exp (summed per block,
+ * added in double), the tail through expf; then scaled by 1/sum */
+float ll_exp_simd(float x);
+static void softmax_ggml(float *p, const float *x, int n) {
+    float mx = -INFINITY;
+    for (int i = 0; i < n; i++) mx = fmaxf(mx, x[i]);
+    double sum = 0;
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        float v[16];
+        for (int k = 0; k < 16; k++) p[i + k] = v[k] = ll_exp_simd(x[i + k] - mx);
+        float t8[8], t4[4];
+        for (int k = 0; k < 8; k++) t8[k] = v[k + 8] + v[k];
+        for (int k = 0; k < 4; k++) t4[k] = t8[k + 4] + t8[k];
+        sum += (double)((t4[0] + t4[2]) + (t4[1] + t4[3]));
+    }
+    for (; i < n; i++) { p[i] = expf(x[i] - mx); sum += (double)p[i]; }
+    float inv = (float)(1.0 / sum);
+    for (int k = 0; k < n; k++) p[k] *= inv;
+}
+
+/* Choose and weight the experts of n tokens from router logits [n][X]. */
+static void route(const ll_moe *e, const float *logits, int n, float *probs, int32_t *sel, float *w) {
+    int X = e->n_expert, K = e->n_used;
+    for (int t = 0; t < n; t++) {
+        const float *lg = logits + (size_t)t * X;
+        float *p = probs + (size_t)t * X;
+        if (e->gating == LL_MOE_SIGMOID) for (int i = 0; i < X; i++) p[i] = 1.0f / (1.0f + expf(-lg[i]));
+        else softmax_ggml(p, lg, X);
+        int32_t *st = sel + (size_t)t * K;
+        float *wt = w + (size_t)t * K;
+        /* top-k by (probability + optional selection bias), descending; ties to the lower id */
+        for (int k = 0; k < K; k++) {
+            int best = -1;
+            float bv = -INFINITY;
+            for (int i = 0; i < X; i++) {
+                int taken = 0;
+                for (int j = 0; j < k; j++) taken |= st[j] == i;
+                if (taken) continue;
+                float v = p[i] + (e->sel_bias ? e->sel_bias[i] : 0.0f);
+                if (best < 0 || v > bv) { best = i; bv = v; }
+            }
+            st[k] = best;
+            wt[k] = p[best];
+        }
+        if (e->norm_weights) {
+            double s = 0;
+            for (int k = 0; k < K; k++) s += (double)wt[k];
+            float sum = (float)s;
+            if (sum < 6.103515625e-5f) sum = 6.103515625e-5f;
+            for (int k = 0; k < K; k++) wt[k] = wt[k] / sum;
+        }
+        if (e->weight_scale != 0 && e->weight_scale != 1.0f)
+            for (int k = 0; k < K; k++) wt[k] *= e->weight_scale;
+    }
+}
+
+static ll_weight expert_view(const ll_weight *w, int e) {
+    ll_weight v = *w;
+    v.data = w->data + (size_t)e * (size_t)w->rows * w->row_bytes;
+    v.n_mat = 1;
+    return v;
+}
+
+static void activate(const ll_moe *e, float *g, const float *u, int64_t n) {
+    switch (e->act) {
+    case LL_ACT_GELU: ll_geglu(g, u, n); break;
+    case LL_ACT_SILU: ll_swiglu(g, u, n); break;
+    case LL_ACT_RELU2: for (int64_t i = 0; i < n; i++) { float r = g[i] > 0 ? g[i] : 0; g[i] = r * r; } break;
+    }
+}
+
+void ll_moe_forward(struct llambda_context *c, const ll_moe *e, const float *router_in, const float *x, int n, float *out) {
+    const ll_hparams *h = &c->m->hp;
+    int E = h->n_embd, X = e->n_expert, K = e->n_used, FX = e->n_ff;
+    float *logits = c->moe_logits, *probs = c->moe_probs, *w = c->moe_w, *eo = c->moe_out;
+    int32_t *sel = c->moe_sel;
+    ll_matmul(c, &e->router, router_in, n, logits);
+    route(e, logits, n, probs, sel, w);
+    float *xg = c->moe_in, *hg = c->moe_h, *ug = c->moe_u, *dg = c->moe_d;
+    int *rows = c->moe_rows;
+    for (int ex = 0; ex < X; ex++) {
+        /* gather the (token, slot) pairs that chose this expert */
+        int m = 0;
+        for (int t = 0; t < n; t++)
+            for (int k = 0; k < K; k++)
+                if (sel[(size_t)t * K + k] == ex) { rows[m] = t * K + k; memcpy(xg + (size_t)m * E, x + (size_t)t * E, (size_t)E * 4); m++; }
+        if (!m) continue;
+        if (e->gate_up.data) {
+            ll_weight gu = expert_view(&e->gate_up, ex);
+            ll_matmul(c, &gu, xg, m, hg);                       /* [m][2FX]: gate then up */
+            for (int i = 0; i < m; i++) {
+                float *row = hg + (size_t)i * 2 * FX;
+                memcpy(ug + (size_t)i * FX, row + FX, (size_t)FX * 4);
+                memmove(hg + (size_t)i * FX, row, (size_t)FX * 4);
+            }
+        } else {
+            ll_weight g = expert_view(&e->gate, ex);
+            ll_matmul(c, &g, xg, m, hg);
+            if (e->up.data) { ll_weight u = expert_view(&e->up, ex); ll_matmul(c, &u, xg, m, ug); }
+        }
+        if (e->act == LL_ACT_RELU2 && !e->up.data && !e->gate_up.data) {
+            for (size_t i = 0; i < (size_t)m * FX; i++) { float r = hg[i] > 0 ? hg[i] : 0; hg[i] = r * r; }
+        } else
+            for (int i = 0; i < m; i++) activate(e, hg + (size_t)i * FX, ug + (size_t)i * FX, FX);
+        ll_weight d = expert_view(&e->down, ex);
+        ll_matmul(c, &d, hg, m, dg);                            /* [m][E] */
+        for (int i = 0; i < m; i++) {
+            float *o = eo + (size_t)rows[i] * E, *dr = dg + (size_t)i * E;
+            float s = e->down_scale ? e->down_scale[ex] : 1.0f;
+            float wt = w[rows[i]];
+            if (e->down_scale) for (int j = 0; j < E; j++) o[j] = (dr[j] * s) * wt;
+            else for (int j = 0; j < E; j++) o[j] = dr[j] * wt;
+        }
+    }
+    /* sum each token's experts in slot order */
+    for (int t = 0; t < n; t++) {
+        float *o = out + (size_t)t * E;
+        memcpy(o, eo + (size_t)t * K * E, (size_t)E * 4);
+        for (int k = 1; k < K; k++) ll_add(o, eo + ((size_t)t * K + k) * E, E);
+    }
+}
