@@ -63,12 +63,12 @@ static float *eval_all(llambda_model *m, const int32_t *t, int n, int threads, i
     return out;
 }
 
-static void test_exact_replay(const char *rel) {
+static void test_exact_replay_batch(const char *rel, int batch) {
     llambda_model *m = load(rel);
     if (!m) return;
     int V = llambda_model_n_vocab(m);
     /* generate 24 greedy tokens with the cache, keeping each step's logits */
-    llambda_context *c = ctx(m, 2, 512, LLAMBDA_LOGITS_LAST);
+    llambda_context *c = ctx(m, 2, batch, LLAMBDA_LOGITS_LAST);
     int32_t seq[NP + 24];
     memcpy(seq, PROMPT, sizeof PROMPT);
     float *cached = malloc((size_t)(NP + 24) * V * 4);
@@ -89,11 +89,13 @@ static void test_exact_replay(const char *rel) {
     double max_diff = 0;
     for (int r = NP - 1; r < NP + 23; r++)
         for (int i = 0; i < V; i++) max_diff = fmax(max_diff, fabs((double)cached[(size_t)r * V + i] - fresh[(size_t)r * V + i]));
-    printf("  %s: cached generation vs fresh evaluation over %d rows: max_diff %g\n", rel, 24, max_diff);
+    printf("  %s (batch %d): cached generation vs fresh evaluation over %d rows: max_diff %g\n", rel, batch, 24, max_diff);
     CHECK(max_diff == 0.0, "max_diff %g", max_diff);
     free(cached); free(fresh);
     llambda_model_free(m);
 }
+
+static void test_exact_replay(const char *rel) { test_exact_replay_batch(rel, 512); }
 
 static void test_invariance(const char *rel) {
     llambda_model *m = load(rel);
@@ -368,6 +370,27 @@ int main(void) {
     TEST("inference: logits independent of batch size and threads (gemma4 experts)") test_invariance("archs/gemma4/models/tiny-gemma4-moe-Q4_K_M.gguf");
     TEST("inference: gemma4 sliding-window ring: logits independent of batch and chunking; KV bytes") test_gemma_ring();
     TEST("inference: exact replay, gemma4 Q4_K_M (sliding window, shared KV)") test_exact_replay("archs/gemma4/models/tiny-gemma4-Q4_K_M.gguf");
+    TEST("inference: exact replay, gemma4 with batch 3 (the sliding ring wraps while generating)") test_exact_replay_batch("archs/gemma4/models/tiny-gemma4-F16.gguf", 3);
+    TEST("inference: gemma4 end-of-generation set: <turn|>, <eos>, <|tool_response>, not </s>") {
+        llambda_model *g = load("archs/gemma4/models/tiny-gemma4-F16.gguf");
+        if (g) {
+            const char *want[] = {"<turn|>", "<eos>", "<|tool_response>"};
+            int found = 0, bad = 0;
+            for (int i = 0; i < llambda_model_n_vocab(g); i++) {
+                char p[64];
+                int k = llambda_token_to_piece(g, i, p, 63, true);
+                if (k < 0) continue;
+                p[k] = 0;
+                int is = llambda_token_is_eog(g, i), expected = 0;
+                for (int j = 0; j < 3; j++) expected |= !strcmp(p, want[j]);
+                found += expected && is;
+                bad += is != expected;
+                if (!strcmp(p, "</s>")) CHECK(!is, "</s> must not end generation");
+            }
+            CHECK(found == 3 && bad == 0, "eog set: found %d of 3, %d unexpected", found, bad);
+            llambda_model_free(g);
+        }
+    }
     TEST("inference: context overflow is a clear error, generation stops") test_context_full();
     TEST("inference: a context used by a second caller is refused") test_busy();
     TEST("inference: greedy story from the real stories260K model; stop strings") test_story();

@@ -44,16 +44,23 @@ typedef struct preset {
     const char *name, *arch;
     int n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_vocab, ctx, tied, qkv_bias;
     float rope_base, eps, llama3_factor;   /* llama3_factor > 0: write rope_freqs */
+    /* gemma4 */
+    int head_dim_swa, n_head_kv_global, swa_period, n_swa, shared_kv, per_layer, double_ff;
 } preset;
 
 static const preset presets[] = {
-    {"llama-3.2-1b", "llama", 2048, 16, 32, 8, 64, 8192, 128256, 131072, 1, 0, 500000.f, 1e-5f, 32.f},
-    {"llama-3.1-8b", "llama", 4096, 32, 32, 8, 128, 14336, 128256, 131072, 0, 0, 500000.f, 1e-5f, 8.f},
-    {"qwen2.5-0.5b", "qwen2", 896, 24, 14, 2, 64, 4864, 151936, 32768, 1, 1, 1000000.f, 1e-6f, 0.f},
-    {"tiny", "llama", 256, 2, 4, 2, 64, 512, 2048, 4096, 0, 0, 500000.f, 1e-5f, 8.f},
-    {"tiny-qwen2", "qwen2", 128, 3, 4, 1, 32, 384, 1024, 4096, 1, 1, 1000000.f, 1e-6f, 0.f},
+    {"llama-3.2-1b", "llama", 2048, 16, 32, 8, 64, 8192, 128256, 131072, 1, 0, 500000.f, 1e-5f, 32.f, 0, 0, 0, 0, 0, 0, 0},
+    {"llama-3.1-8b", "llama", 4096, 32, 32, 8, 128, 14336, 128256, 131072, 0, 0, 500000.f, 1e-5f, 8.f, 0, 0, 0, 0, 0, 0, 0},
+    {"qwen2.5-0.5b", "qwen2", 896, 24, 14, 2, 64, 4864, 151936, 32768, 1, 1, 1000000.f, 1e-6f, 0.f, 0, 0, 0, 0, 0, 0, 0},
+    {"tiny", "llama", 256, 2, 4, 2, 64, 512, 2048, 4096, 0, 0, 500000.f, 1e-5f, 8.f, 0, 0, 0, 0, 0, 0, 0},
+    {"tiny-qwen2", "qwen2", 128, 3, 4, 1, 32, 384, 1024, 4096, 1, 1, 1000000.f, 1e-6f, 0.f, 0, 0, 0, 0, 0, 0, 0},
+    /* gemma4: head_dim is the global head size; swa_period p = (p-1) sliding layers then 1 global */
+    {"gemma-4-e2b", "gemma4", 1536, 35, 8, 1, 512, 6144, 262144, 131072, 1, 0, 1000000.f, 1e-6f, 0.f, 256, 1, 5, 512, 20, 256, 1},
+    {"gemma-4-e4b", "gemma4", 2560, 42, 8, 2, 512, 10240, 262144, 131072, 1, 0, 1000000.f, 1e-6f, 0.f, 256, 2, 6, 512, 18, 256, 0},
+    {"tiny-gemma4", "gemma4", 128, 8, 4, 2, 64, 256, 1024, 8192, 1, 0, 1000000.f, 1e-6f, 0.f, 32, 1, 4, 8, 4, 16, 1},
 };
 
+#define LLAMBDA_MAX_SYNTH_LAYERS 128
 typedef struct synth {
     const preset *p;
     int dst_type_unused;
@@ -83,10 +90,16 @@ static llambda_status fill(void *user, const char *name, void *dst, uint64_t nby
     float *row = malloc((size_t)ne0 * sizeof *row);
     if (!row) return LLAMBDA_ERR_NOMEM;
     size_t rb = (size_t)llambda_type_row_bytes(type, ne0);
-    int is_norm = strstr(name, "norm") != NULL, is_rope = !strcmp(name, "rope_freqs.weight");
+    int is_norm = strstr(name, "norm") != NULL || strstr(name, "layer_output_scale") != NULL,
+        is_rope = !strcmp(name, "rope_freqs.weight");
     for (int64_t r = 0; r < rows; r++) {
         for (int64_t i = 0; i < ne0; i++) {
             if (is_norm) { row[i] = 1.0f; continue; }
+            if (is_rope && !strcmp(p->arch, "gemma4")) {
+                /* proportional RoPE: a quarter of the global pairs rotate, the rest pass */
+                row[i] = i < p->head_dim / 8 ? 1.0f : 1e30f;
+                continue;
+            }
             if (is_rope) {
                 /* llama3 scaling: low 1, high 4, original context 8192 */
                 double freq = pow(p->rope_base, -2.0 * (double)i / p->head_dim), wl = 2 * M_PI / freq;
@@ -116,7 +129,39 @@ static int add(llambda_gguf_writer *w, fill_ctx *fcs, int *nf, const preset *p, 
     return llambda_gguf_add_tensor_fn(w, name, type, nd, ne, fill, fc) != LLAMBDA_OK;
 }
 
+/* Gemma 4 style vocabulary: specials, <0xXX> byte tokens, "▁"-prefixed filler words. */
+static void synth_vocab_gemma4(llambda_gguf_writer *w, const preset *p) {
+    int n = p->n_vocab;
+    char **toks = malloc((size_t)n * sizeof *toks);
+    int32_t *types = malloc((size_t)n * sizeof *types);
+    const char *sp[] = {"<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "<|turn>", "<turn|>", "<|channel>", "<channel|>", "<|tool_response>"};
+    int nsp = 10;
+    for (int i = 0; i < n; i++) {
+        char buf[32];
+        if (i < nsp) { toks[i] = strdup(sp[i]); types[i] = i >= 7 ? 4 : i == 3 ? 2 : 3; continue; }
+        if (i < nsp + 256) { snprintf(buf, sizeof buf, "<0x%02X>", i - nsp); toks[i] = strdup(buf); types[i] = 6; continue; }
+        snprintf(buf, sizeof buf, "\xe2\x96\x81w%d", i);
+        toks[i] = strdup(buf); types[i] = 1;
+    }
+    llambda_gguf_set_str(w, "tokenizer.ggml.model", "gemma4");
+    llambda_gguf_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)toks, (uint64_t)n);
+    llambda_gguf_set_arr(w, "tokenizer.ggml.token_type", LLAMBDA_GGUF_I32, types, (uint64_t)n);
+    const char *no_merges[1] = {""};
+    llambda_gguf_set_arr_str(w, "tokenizer.ggml.merges", no_merges, 0);
+    llambda_gguf_set_u32(w, "tokenizer.ggml.bos_token_id", 2);
+    llambda_gguf_set_u32(w, "tokenizer.ggml.eos_token_id", 1);
+    llambda_gguf_set_u32(w, "tokenizer.ggml.unknown_token_id", 3);
+    llambda_gguf_set_u32(w, "tokenizer.ggml.padding_token_id", 0);
+    llambda_gguf_set_bool(w, "tokenizer.ggml.add_bos_token", true);
+    llambda_gguf_set_bool(w, "tokenizer.ggml.add_space_prefix", false);
+    llambda_gguf_set_str(w, "tokenizer.chat_template",
+        "{{ bos_token }}{% for m in messages %}<|turn>{{ m.role }}\n{{ m.content | trim }}<turn|>\n{% endfor %}<|turn>model\n");
+    for (int i = 0; i < n; i++) free(toks[i]);
+    free(toks); free(types);
+}
+
 static void synth_vocab(llambda_gguf_writer *w, const preset *p) {
+    if (!strcmp(p->arch, "gemma4")) { synth_vocab_gemma4(w, p); return; }
     int n = p->n_vocab, llama = !strcmp(p->arch, "llama");
     char **toks = malloc((size_t)n * sizeof *toks);
     int32_t *types = malloc((size_t)n * sizeof *types);
@@ -157,6 +202,62 @@ static void synth_vocab(llambda_gguf_writer *w, const preset *p) {
     free(toks); free(types);
 }
 
+/* Gemma 4 metadata and tensors (gemma4.md §1-§2): per-layer arrays, sliding pattern,
+ * two head sizes, shared-KV layers, per-layer embeddings. */
+static int synth_gemma4(llambda_gguf_writer *w, fill_ctx *fcs, int *nf, const preset *p, uint64_t seed, int ft) {
+    int L = p->n_layer, E = p->n_embd, H = p->n_head, P = p->per_layer, shared = p->shared_kv;
+    int32_t ff[LLAMBDA_MAX_SYNTH_LAYERS], kv[LLAMBDA_MAX_SYNTH_LAYERS];
+    uint8_t pat[LLAMBDA_MAX_SYNTH_LAYERS];
+    if (L > LLAMBDA_MAX_SYNTH_LAYERS) return 1;
+    for (int l = 0; l < L; l++) {
+        pat[l] = (uint8_t)(l % p->swa_period != p->swa_period - 1);
+        ff[l] = p->n_ff * (p->double_ff && l >= L - shared ? 2 : 1);
+        kv[l] = pat[l] ? p->n_head_kv : p->n_head_kv_global;
+    }
+    llambda_gguf_set_arr(w, "gemma4.feed_forward_length", LLAMBDA_GGUF_I32, ff, (uint64_t)L);
+    llambda_gguf_set_arr(w, "gemma4.attention.head_count_kv", LLAMBDA_GGUF_I32, kv, (uint64_t)L);
+    llambda_gguf_set_arr(w, "gemma4.attention.sliding_window_pattern", LLAMBDA_GGUF_BOOL, pat, (uint64_t)L);
+    llambda_gguf_set_u32(w, "gemma4.attention.key_length_swa", (uint32_t)p->head_dim_swa);
+    llambda_gguf_set_u32(w, "gemma4.attention.value_length_swa", (uint32_t)p->head_dim_swa);
+    llambda_gguf_set_u32(w, "gemma4.rope.dimension_count_swa", (uint32_t)p->head_dim_swa);
+    llambda_gguf_set_f32(w, "gemma4.rope.freq_base_swa", 10000.f);
+    llambda_gguf_set_u32(w, "gemma4.attention.sliding_window", (uint32_t)p->n_swa);
+    llambda_gguf_set_u32(w, "gemma4.attention.shared_kv_layers", (uint32_t)shared);
+    llambda_gguf_set_u32(w, "gemma4.embedding_length_per_layer_input", (uint32_t)P);
+    llambda_gguf_set_f32(w, "gemma4.final_logit_softcapping", 30.f);
+    int err = 0;
+    err |= add(w, fcs, nf, p, seed, ft, "token_embd.weight", E, p->n_vocab, 0, 0);
+    err |= add(w, fcs, nf, p, seed, ft, "output_norm.weight", E, 0, 0, 0);
+    err |= add(w, fcs, nf, p, seed, ft, "rope_freqs.weight", p->head_dim / 2, 0, 0, 0);
+    if (P > 0) {
+        err |= add(w, fcs, nf, p, seed, ft, "per_layer_token_embd.weight", (int64_t)P * L, p->n_vocab, 0, 0);
+        err |= add(w, fcs, nf, p, seed, ft, "per_layer_model_proj.weight", E, (int64_t)P * L, 0, 0);
+        err |= add(w, fcs, nf, p, seed, ft, "per_layer_proj_norm.weight", P, 0, 0, 0);
+    }
+    for (int l = 0; l < L; l++) {
+        char n[64];
+        int D = pat[l] ? p->head_dim_swa : p->head_dim;
+#define T(suffix, a, b, ik) (snprintf(n, sizeof n, "blk.%d." suffix, l), err |= add(w, fcs, nf, p, seed, ft, n, a, b, ik, L))
+        T("attn_norm.weight", E, 0, 0);
+        T("attn_q.weight", E, H * D, 0);
+        T("attn_q_norm.weight", D, 0, 0);
+        T("attn_k.weight", E, kv[l] * D, 0);
+        T("attn_k_norm.weight", D, 0, 0);
+        T("attn_v.weight", E, kv[l] * D, l);
+        T("attn_output.weight", H * D, E, 0);
+        T("post_attention_norm.weight", E, 0, 0);
+        T("ffn_norm.weight", E, 0, 0);
+        T("ffn_gate.weight", E, ff[l], 0);
+        T("ffn_up.weight", E, ff[l], 0);
+        T("ffn_down.weight", ff[l], E, l);
+        T("post_ffw_norm.weight", E, 0, 0);
+        T("layer_output_scale.weight", 1, 0, 0);
+        if (P > 0) { T("inp_gate.weight", E, P, 0); T("proj.weight", P, E, 0); T("post_norm.weight", E, 0, 0); }
+#undef T
+    }
+    return err;
+}
+
 int cmd_synth(int argc, char **argv) {
     const char *arch = NULL, *pname = NULL, *out = NULL, *type = "Q4_K_M";
     uint64_t seed = 1;
@@ -171,7 +272,7 @@ int cmd_synth(int argc, char **argv) {
     const preset *p = NULL;
     for (size_t i = 0; pname && i < sizeof presets / sizeof *presets; i++) if (!strcmp(presets[i].name, pname)) p = &presets[i];
     if (!p || !out) {
-        fprintf(stderr, "usage: llambda synth [--arch llama|qwen2] --preset NAME -o OUT.gguf [--type Q4_K_M] [--seed N]\n  presets:");
+        fprintf(stderr, "usage: llambda synth [--arch llama|qwen2|gemma4] --preset NAME -o OUT.gguf [--type Q4_K_M] [--seed N]\n  presets:");
         for (size_t i = 0; i < sizeof presets / sizeof *presets; i++) fprintf(stderr, " %s", presets[i].name);
         fprintf(stderr, "\n");
         return 2;
@@ -200,8 +301,12 @@ int cmd_synth(int argc, char **argv) {
     llambda_gguf_set_f32(w, K("attention.layer_norm_rms_epsilon"), p->eps);
     synth_vocab(w, p);
     int d = p->n_embd, qd = p->n_head * p->head_dim, kvd = p->n_head_kv * p->head_dim, L = p->n_layer;
-    fill_ctx *fcs = calloc((size_t)(16 * L + 8), sizeof *fcs);
+    fill_ctx *fcs = calloc((size_t)(24 * L + 8), sizeof *fcs);
     int nf = 0, err = 0;
+    if (!strcmp(p->arch, "gemma4")) {
+        err = synth_gemma4(w, fcs, &nf, p, seed, ft);
+        goto write;
+    }
     err |= add(w, fcs, &nf, p, seed, ft, "token_embd.weight", d, p->n_vocab, 0, 0);
     err |= add(w, fcs, &nf, p, seed, ft, "output_norm.weight", d, 0, 0, 0);
     if (!p->tied) err |= add(w, fcs, &nf, p, seed, ft, "output.weight", d, p->n_vocab, 0, 0);
@@ -221,6 +326,7 @@ int cmd_synth(int argc, char **argv) {
         T("ffn_down.weight", p->n_ff, d, l);
 #undef T
     }
+write:;
     double t0 = now();
     llambda_status st = err ? LLAMBDA_ERR_ARG : llambda_gguf_writer_write(w, out);
     llambda_gguf_writer_free(w);
