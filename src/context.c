@@ -76,17 +76,33 @@ llambda_status llambda_context_create(llambda_model *m, const llambda_context_pa
     }
     for (int l = 0; l < h->n_layer; l++) {   /* shared layers see their source's geometry */
         int src = h->kv_src_l[l];
-        if (src != l) { c->kv.cells[l] = c->kv.cells[src]; }
+        if (src >= 0 && src != l) c->kv.cells[l] = c->kv.cells[src];
+    }
+    /* recurrent state of Mamba layers (F32, zeroed) */
+    int ssm_w = 0;
+    if (h->ssm_d_inner > 0) {
+        int ch = h->ssm_d_inner + 2 * h->ssm_n_group * h->ssm_d_state;
+        ssm_w = 2 * h->ssm_d_inner + 2 * h->ssm_n_group * h->ssm_d_state + h->ssm_n_head;
+        c->conv_state = xcalloc((size_t)h->n_layer, sizeof *c->conv_state, &fail);
+        c->ssm_state = xcalloc((size_t)h->n_layer, sizeof *c->ssm_state, &fail);
+        for (int l = 0; !fail && l < h->n_layer; l++) {
+            if (h->kind_l[l] != LL_LAYER_MAMBA) continue;
+            c->conv_state[l] = xcalloc((size_t)(h->ssm_conv_k - 1) * (size_t)ch, 4, &fail);
+            c->ssm_state[l] = xcalloc((size_t)h->ssm_d_inner * (size_t)h->ssm_d_state, 4, &fail);
+        }
     }
     int widest = d > ff ? d : ff;
     if (qd > widest) widest = qd;
+    if (ssm_w > widest) widest = ssm_w;
+    if (h->n_ff_exp * 2 > widest) widest = h->n_ff_exp * 2;
     c->x = xcalloc(nb * (size_t)d, 4, &fail);
     c->xb = xcalloc(nb * (size_t)widest, 4, &fail);
     c->xb2 = xcalloc(nb * (size_t)(d > qd ? d : qd), 4, &fail);
     c->q = xcalloc(nb * (size_t)qd, 4, &fail);
     c->k = xcalloc(nb * (size_t)kvd, 4, &fail);
     c->v = xcalloc(nb * (size_t)kvd, 4, &fail);
-    c->att = xcalloc(nb * (size_t)qd, 4, &fail);
+    int ssm_ch = h->ssm_d_inner > 0 ? h->ssm_d_inner + 2 * h->ssm_n_group * h->ssm_d_state : 0;
+    c->att = xcalloc(nb * (size_t)(qd > ssm_ch ? qd : ssm_ch), 4, &fail);   /* also one token's conv output */
     c->hb = xcalloc(nb * (size_t)widest, 4, &fail);
     c->hb2 = xcalloc(nb * (size_t)widest, 4, &fail);
     /* per-layer inputs: the token part, then the projection part */
@@ -138,6 +154,8 @@ void llambda_context_free(llambda_context *c) {
     free(c->kv.k); free(c->kv.v); free(c->kv.width); free(c->kv.cells); free(c->ple); free(c->rope_cs2);
     free(c->moe_logits); free(c->moe_probs); free(c->moe_w); free(c->moe_sel); free(c->moe_rows);
     free(c->moe_out); free(c->moe_in); free(c->moe_h); free(c->moe_u); free(c->moe_d);
+    for (int l = 0; c->conv_state && l < c->m->hp.n_layer; l++) { free(c->conv_state[l]); free(c->ssm_state[l]); }
+    free(c->conv_state); free(c->ssm_state);
     free(c->x); free(c->xb); free(c->xb2); free(c->q); free(c->k); free(c->v); free(c->att);
     free(c->hb); free(c->hb2); free(c->rope_cs); free(c->scores); free(c->qbuf); free(c->want); free(c->logits);
     if (c->owns_pool) ll_pool_free(c->pool);
@@ -145,7 +163,20 @@ void llambda_context_free(llambda_context *c) {
     free(c);
 }
 
+/* A fresh sequence: recurrent state back to zeros. */
+static void clear_recurrent(llambda_context *c) {
+    const ll_hparams *h = &c->m->hp;
+    if (!c->conv_state) return;
+    size_t ch = (size_t)h->ssm_d_inner + 2 * (size_t)h->ssm_n_group * (size_t)h->ssm_d_state;
+    for (int l = 0; l < h->n_layer; l++) {
+        if (!c->conv_state[l]) continue;
+        memset(c->conv_state[l], 0, (size_t)(h->ssm_conv_k - 1) * ch * 4);
+        memset(c->ssm_state[l], 0, (size_t)h->ssm_d_inner * (size_t)h->ssm_d_state * 4);
+    }
+}
+
 void llambda_context_reset(llambda_context *c) {
+    clear_recurrent(c);
     c->pos = 0;
     c->last_eval_n = 0;
     ll_sampler_reset(&c->smp);
@@ -156,6 +187,11 @@ int llambda_context_pos(const llambda_context *c) { return c->pos; }
 
 llambda_status llambda_context_truncate(llambda_context *c, int pos) {
     if (pos < 0 || pos > c->pos) return ll_error(LLAMBDA_ERR_ARG, "truncate: position %d outside 0..%d", pos, c->pos);
+    /* a recurrent state holds only the present: it can restart, not rewind */
+    if (c->conv_state && pos != c->pos && pos != 0)
+        return ll_error(LLAMBDA_ERR_UNSUPPORTED, "truncate: %s keeps a recurrent state, which cannot rewind to position %d (only to 0)",
+                        c->m->arch_name, pos);
+    if (c->conv_state && pos == 0) clear_recurrent(c);
     c->pos = pos;
     c->last_eval_n = 0;
     return LLAMBDA_OK;

@@ -48,9 +48,18 @@ typedef struct ll_layer {
     ll_moe moe;                        /* routed experts, when moe.n_expert > 0 */
     ll_weight router_scale;            /* [n_embd] gemma4 router input scale */
     ll_weight pre_ffw_norm_2, post_ffw_norm_1, post_ffw_norm_2; /* gemma4 expert norms */
+    ll_weight up_shexp, down_shexp;    /* shared expert [n_embd, Fs], [Fs, n_embd] */
+    /* Mamba-2 */
+    ll_weight ssm_in;                  /* [n_embd, 2*d_in + 2*G*N + H] : z, xBC, dt */
+    ll_weight ssm_conv;                /* [K, d_in + 2*G*N] */
+    ll_weight ssm_conv_b;              /* [d_in + 2*G*N] */
+    ll_weight ssm_dt_b, ssm_a, ssm_d;  /* [H] each; ssm_a already -exp(A_log) */
+    ll_weight ssm_norm;                /* [d_in / G, G] */
+    ll_weight ssm_out;                 /* [d_in, n_embd] */
 } ll_layer;
 
-enum { LL_ROPE_NORM = 0, LL_ROPE_NEOX = 2 };
+enum { LL_ROPE_NORM = 0, LL_ROPE_NEOX = 2, LL_ROPE_NONE = -1 };
+enum { LL_LAYER_ATTN_FFN = 0, LL_LAYER_MAMBA = 1, LL_LAYER_ATTN = 2, LL_LAYER_FFN = 3 };
 
 typedef struct ll_hparams {
     int n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_vocab, n_ctx_train, n_rot;
@@ -61,6 +70,9 @@ typedef struct ll_hparams {
     int n_swa;                         /* sliding window (keys per query, incl. itself) */
     int n_embd_per_layer;              /* per-layer input width P (gemma4), 0 if none */
     int n_expert, n_expert_used, n_ff_exp; /* routed experts (0: dense) */
+    /* Mamba-2 (nemotron_h): conv kernel K, inner size, state size N, groups, heads */
+    int ssm_conv_k, ssm_d_inner, ssm_d_state, ssm_n_group, ssm_n_head;
+    int kind_l[LL_MAX_LAYERS];         /* LL_LAYER_* */
     /* per layer (dense architectures fill them uniformly) */
     int head_dim_l[LL_MAX_LAYERS], n_head_kv_l[LL_MAX_LAYERS], n_ff_l[LL_MAX_LAYERS], n_rot_l[LL_MAX_LAYERS];
     int swa_l[LL_MAX_LAYERS];          /* 1: sliding-window layer */
@@ -157,6 +169,7 @@ struct llambda_context {
     int n_logits_rows, logits_first;  /* rows held; position of row 0 relative to last eval */
     int last_eval_n;
     ll_sampler smp;
+    float **conv_state, **ssm_state;   /* per Mamba layer: [K-1][channels], [heads][head dim][N] */
     struct ll_stream {                 /* step-wise generation state (llambda_stream_*) */
         int active, n_predict, n_done, finished, pending_token;
         const char *const *stop; int n_stop;
@@ -188,6 +201,8 @@ void ll_rms_norm_rows(float *y, const float *x, const ll_weight *w, int n, int r
 void ll_geglu(float *g, const float *u, int64_t n);
 /* out[n][E] = the routed experts' contribution; router_in feeds the router, x the experts */
 void ll_moe_forward(struct llambda_context *c, const ll_moe *e, const float *router_in, const float *x, int n, float *out);
+/* Mamba-2 mixer for n tokens of normalised input u [n][E]; out [n][E]; state advances. */
+void ll_mamba2(struct llambda_context *c, const ll_layer *Y, int layer, const float *u, int n, float *out);
 /* Bind a stacked [ne0, ne1, ne2] tensor (experts). */
 llambda_status ll_bind3(llambda_model *m, ll_weight *w, int required, int64_t ne0, int64_t ne1, int64_t ne2, const char *fmt, ...) LL_PRINTF(7, 8);
 void ll_swiglu(float *g, const float *u, int64_t n);   /* one row */

@@ -96,5 +96,10 @@ check "cli: bench table" sh -c "\"$L\" bench -m \"$F/models/tiny-llama31-Q4_K_M.
 printf 'Hello\nTell me more\n' | "$L" chat -m "$F/models/tiny-qwen25-Q8_0.gguf" -n 8 --temp 0 > "$T/chat.txt" 2>"$T/chat.err"; rc=$?
 check "cli: chat answers two turns from stdin" sh -c "[ $rc -eq 0 ] && [ \$(wc -l < \"$T/chat.txt\") -ge 2 ]"
 
+printf 'Hello\nAnd then?\n' | "$L" chat -m "$F/archs/nemotron_h_moe/models/tiny-nemotron-h-moe-Q8_0.gguf" -n 6 --temp 0 > "$T/chat2.txt" 2>"$T/chat2.err"; rc=$?
+check "cli: chat with a recurrent model (restarts instead of rewinding)" sh -c "[ $rc -eq 0 ] && [ \$(wc -l < \"$T/chat2.txt\") -ge 2 ]"
+printf 'Hi\nMore\n' | "$L" chat -m "$F/archs/gemma4/models/tiny-gemma4-Q8_0.gguf" -n 6 --temp 0 > "$T/chat3.txt" 2>&1; rc=$?
+check "cli: chat with gemma4 turns" test $rc -eq 0
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

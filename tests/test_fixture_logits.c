@@ -68,6 +68,7 @@ static void check_model(const char *path, const char *dir_ref, const char *name,
             if (e > worst) worst = e;
             agree += argmax(lg, V) == argmax(lref + (size_t)i * V, V);
             within += e <= (kind ? 2e-3 : float_tol);
+            if (kind == 2 && e > 2e-3) continue;
         }
         /* generation: greedy, compared while tokens agree */
         int gen_ok = 1, g;
@@ -86,6 +87,11 @@ static void check_model(const char *path, const char *dir_ref, const char *name,
         if (kind == 0) {
             CHECK(worst <= float_tol && worst_gen <= float_tol, "%s p%d: NMSE %.3g / %.3g > %g", name, pi, worst, worst_gen, float_tol);
             CHECK(gen_ok, "%s p%d: greedy tokens differ at step %d", name, pi, g);
+        } else if (kind == 2) {
+            /* chaotic files (routed experts + recurrent state, per the fixtures README):
+             * at least 75% of prompt rows within NMSE 2e-3, argmax on at least 85% */
+            CHECK(within * 100 >= 75 * r.n_prompt, "%s p%d: only %d of %d rows within NMSE 2e-3", name, pi, within, r.n_prompt);
+            CHECK(agree * 100 >= 85 * r.n_prompt, "%s p%d: argmax agrees on %d of %d rows", name, pi, agree, r.n_prompt);
         } else {
             CHECK(within == r.n_prompt, "%s p%d: %d of %d rows over NMSE 2e-3 (worst %.3g)", name, pi, r.n_prompt - within, r.n_prompt, worst);
             CHECK(agree * 100 >= 98 * r.n_prompt, "%s p%d: argmax agrees on %d of %d rows", name, pi, agree, r.n_prompt);
@@ -131,6 +137,15 @@ int main(int argc, char **argv) {
         snprintf(dir_ref, sizeof dir_ref, "%s", fixture("archs/gemma4/ref"));
         snprintf(tn, sizeof tn, "fixture logits %s", g4[i]);
         TEST(tn) check_model(path, dir_ref, g4[i], i > 1, n_batch);
+    }
+    /* nemotron_h_moe: F16 strict (3e-5), quantized with experts: the chaotic criteria */
+    static const char *nh[] = {"tiny-nemotron-h-moe-F16", "tiny-nemotron-h-moe-Q8_0", "tiny-nemotron-h-moe-Q4_K_M", "tiny-nemotron-h-moe-Q6_K"};
+    for (int i = 0; i < 4; i++) {
+        char path[1200], tn[160], dir_ref[1024];
+        snprintf(path, sizeof path, "%s/%s.gguf", fixture("archs/nemotron_h_moe/models"), nh[i]);
+        snprintf(dir_ref, sizeof dir_ref, "%s", fixture("archs/nemotron_h_moe/ref"));
+        snprintf(tn, sizeof tn, "fixture logits %s", nh[i]);
+        TEST(tn) check_model(path, dir_ref, nh[i], i > 0 ? 2 : 0, n_batch);
     }
     return test_summary();
 }

@@ -391,6 +391,26 @@ int main(void) {
             llambda_model_free(g);
         }
     }
+    TEST("inference: exact replay, nemotron_h_moe (Mamba-2 state, attention, experts)") test_exact_replay("archs/nemotron_h_moe/models/tiny-nemotron-h-moe-Q8_0.gguf");
+    TEST("inference: exact replay, nemotron_h_moe with batch 3") test_exact_replay_batch("archs/nemotron_h_moe/models/tiny-nemotron-h-moe-F16.gguf", 3);
+    TEST("inference: nemotron_h_moe logits independent of batch size and threads") test_invariance("archs/nemotron_h_moe/models/tiny-nemotron-h-moe-Q4_K_M.gguf");
+    TEST("inference: a recurrent context restarts but does not rewind") {
+        llambda_model *m = load("archs/nemotron_h_moe/models/tiny-nemotron-h-moe-Q8_0.gguf");
+        if (m) {
+            llambda_context *c = ctx(m, 1, 512, LLAMBDA_LOGITS_LAST);
+            int V = llambda_model_n_vocab(m);
+            llambda_eval(c, PROMPT, 8);
+            float *first = malloc((size_t)V * 4);
+            memcpy(first, llambda_get_logits(c, -1), (size_t)V * 4);
+            CHECK(llambda_context_truncate(c, 4) == LLAMBDA_ERR_UNSUPPORTED && strstr(llambda_last_error(), "cannot rewind"), "rewind refused");
+            CHECK(llambda_context_truncate(c, 0) == LLAMBDA_OK, "restart allowed");
+            llambda_eval(c, PROMPT, 8);
+            CHECK(!memcmp(first, llambda_get_logits(c, -1), (size_t)V * 4), "restart from zero state reproduces the logits");
+            free(first);
+            llambda_context_free(c);
+            llambda_model_free(m);
+        }
+    }
     TEST("inference: context overflow is a clear error, generation stops") test_context_full();
     TEST("inference: a context used by a second caller is refused") test_busy();
     TEST("inference: greedy story from the real stories260K model; stop strings") test_story();

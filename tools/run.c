@@ -254,7 +254,8 @@ int cmd_chat(int argc, char **argv) {
         /* reuse the cached prefix; evaluate only what is new */
         int keep = 0;
         while (keep < n_hist && keep < n - 1 && hist[keep] == toks[keep]) keep++;
-        llambda_context_truncate(c, keep);
+        /* a recurrent model cannot rewind: it restarts and replays the conversation */
+        if (llambda_context_truncate(c, keep) != LLAMBDA_OK) { llambda_context_truncate(c, 0); keep = 0; }
         if (n >= llambda_context_n_ctx(c)) {
             fprintf(stderr, "\nllambda: the conversation (%d tokens) no longer fits the context of %d; start again with a larger -c\n", n, llambda_context_n_ctx(c));
             free(toks); rc = 1; break;
