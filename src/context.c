@@ -78,22 +78,25 @@ llambda_status llambda_context_create(llambda_model *m, const llambda_context_pa
         int src = h->kv_src_l[l];
         if (src >= 0 && src != l) c->kv.cells[l] = c->kv.cells[src];
     }
-    /* recurrent state of Mamba layers (F32, zeroed) */
-    int ssm_w = 0;
-    if (h->ssm_d_inner > 0) {
-        int ch = h->ssm_d_inner + 2 * h->ssm_n_group * h->ssm_d_state;
+    /* recurrent state (F32, zeroed) of the layers that declare one */
+    int ssm_w = 0, any_rs = 0;
+    for (int l = 0; l < h->n_layer; l++) any_rs |= h->rs_state_l[l] > 0;
+    if (h->ssm_d_inner > 0 && h->kind_l[0] != LL_LAYER_DELTANET)
         ssm_w = 2 * h->ssm_d_inner + 2 * h->ssm_n_group * h->ssm_d_state + h->ssm_n_head;
+    if (any_rs) {
         c->conv_state = xcalloc((size_t)h->n_layer, sizeof *c->conv_state, &fail);
         c->ssm_state = xcalloc((size_t)h->n_layer, sizeof *c->ssm_state, &fail);
         for (int l = 0; !fail && l < h->n_layer; l++) {
-            if (h->kind_l[l] != LL_LAYER_MAMBA) continue;
-            c->conv_state[l] = xcalloc((size_t)(h->ssm_conv_k - 1) * (size_t)ch, 4, &fail);
-            c->ssm_state[l] = xcalloc((size_t)h->ssm_d_inner * (size_t)h->ssm_d_state, 4, &fail);
+            if (h->rs_state_l[l] <= 0) continue;
+            c->conv_state[l] = xcalloc((size_t)h->rs_conv_l[l] + 1, 4, &fail);
+            c->ssm_state[l] = xcalloc((size_t)h->rs_state_l[l], 4, &fail);
         }
     }
+    if (h->arch_scratch > 0) c->arch_buf = xcalloc(nb * (size_t)h->arch_scratch, 4, &fail);
     int widest = d > ff ? d : ff;
     if (qd > widest) widest = qd;
     if (ssm_w > widest) widest = ssm_w;
+    if (h->min_width > widest) widest = h->min_width;
     if (h->n_ff_exp * 2 > widest) widest = h->n_ff_exp * 2;
     c->x = xcalloc(nb * (size_t)d, 4, &fail);
     c->xb = xcalloc(nb * (size_t)widest, 4, &fail);
@@ -155,7 +158,7 @@ void llambda_context_free(llambda_context *c) {
     free(c->moe_logits); free(c->moe_probs); free(c->moe_w); free(c->moe_sel); free(c->moe_rows);
     free(c->moe_out); free(c->moe_in); free(c->moe_h); free(c->moe_u); free(c->moe_d);
     for (int l = 0; c->conv_state && l < c->m->hp.n_layer; l++) { free(c->conv_state[l]); free(c->ssm_state[l]); }
-    free(c->conv_state); free(c->ssm_state);
+    free(c->conv_state); free(c->ssm_state); free(c->arch_buf);
     free(c->x); free(c->xb); free(c->xb2); free(c->q); free(c->k); free(c->v); free(c->att);
     free(c->hb); free(c->hb2); free(c->rope_cs); free(c->scores); free(c->qbuf); free(c->want); free(c->logits);
     if (c->owns_pool) ll_pool_free(c->pool);
@@ -167,11 +170,10 @@ void llambda_context_free(llambda_context *c) {
 static void clear_recurrent(llambda_context *c) {
     const ll_hparams *h = &c->m->hp;
     if (!c->conv_state) return;
-    size_t ch = (size_t)h->ssm_d_inner + 2 * (size_t)h->ssm_n_group * (size_t)h->ssm_d_state;
     for (int l = 0; l < h->n_layer; l++) {
         if (!c->conv_state[l]) continue;
-        memset(c->conv_state[l], 0, (size_t)(h->ssm_conv_k - 1) * ch * 4);
-        memset(c->ssm_state[l], 0, (size_t)h->ssm_d_inner * (size_t)h->ssm_d_state * 4);
+        memset(c->conv_state[l], 0, (size_t)h->rs_conv_l[l] * 4);
+        memset(c->ssm_state[l], 0, (size_t)h->rs_state_l[l] * 4);
     }
 }
 

@@ -6,11 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-extern const ll_arch ll_arch_llama, ll_arch_qwen2, ll_arch_gemma4, ll_arch_nemotron_h_moe, ll_arch_nemotron_h;
+extern const ll_arch ll_arch_llama, ll_arch_qwen2, ll_arch_gemma4, ll_arch_nemotron_h_moe, ll_arch_nemotron_h, ll_arch_qwen3next;
 
 /* The architecture registry: a new architecture is one file plus one line here. */
 static const ll_arch *const arch_registry[] = {&ll_arch_llama, &ll_arch_qwen2, &ll_arch_gemma4,
-                                               &ll_arch_nemotron_h_moe, &ll_arch_nemotron_h, NULL};
+                                               &ll_arch_nemotron_h_moe, &ll_arch_nemotron_h, &ll_arch_qwen3next, NULL};
 
 static const char *arch_of(const llambda_model *m) { return m->arch_name; }
 

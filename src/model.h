@@ -49,6 +49,9 @@ typedef struct ll_layer {
     ll_weight router_scale;            /* [n_embd] gemma4 router input scale */
     ll_weight pre_ffw_norm_2, post_ffw_norm_1, post_ffw_norm_2; /* gemma4 expert norms */
     ll_weight up_shexp, down_shexp;    /* shared expert [n_embd, Fs], [Fs, n_embd] */
+    ll_weight gate_shexp, gate_inp_shexp; /* qwen3next: shared expert gate proj, and its scalar gate [n_embd] */
+    /* gated DeltaNet (qwen3next) */
+    ll_weight attn_qkv, attn_gate, ssm_ba, ssm_in_legacy;
     /* Mamba-2 */
     ll_weight ssm_in;                  /* [n_embd, 2*d_in + 2*G*N + H] : z, xBC, dt */
     ll_weight ssm_conv;                /* [K, d_in + 2*G*N] */
@@ -59,7 +62,7 @@ typedef struct ll_layer {
 } ll_layer;
 
 enum { LL_ROPE_NORM = 0, LL_ROPE_NEOX = 2, LL_ROPE_NONE = -1 };
-enum { LL_LAYER_ATTN_FFN = 0, LL_LAYER_MAMBA = 1, LL_LAYER_ATTN = 2, LL_LAYER_FFN = 3 };
+enum { LL_LAYER_ATTN_FFN = 0, LL_LAYER_MAMBA = 1, LL_LAYER_ATTN = 2, LL_LAYER_FFN = 3, LL_LAYER_DELTANET = 4 };
 
 typedef struct ll_hparams {
     int n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_vocab, n_ctx_train, n_rot;
@@ -73,6 +76,10 @@ typedef struct ll_hparams {
     /* Mamba-2 (nemotron_h): conv kernel K, inner size, state size N, groups, heads */
     int ssm_conv_k, ssm_d_inner, ssm_d_state, ssm_n_group, ssm_n_head;
     int kind_l[LL_MAX_LAYERS];         /* LL_LAYER_* */
+    /* recurrent state per layer, in floats (0: none): conv window, and the SSM / delta state */
+    int rs_conv_l[LL_MAX_LAYERS], rs_state_l[LL_MAX_LAYERS];
+    int arch_scratch;                  /* floats per token of c->arch_buf the architecture needs */
+    int min_width;                     /* floats per token the shared scratch rows must hold */
     /* per layer (dense architectures fill them uniformly) */
     int head_dim_l[LL_MAX_LAYERS], n_head_kv_l[LL_MAX_LAYERS], n_ff_l[LL_MAX_LAYERS], n_rot_l[LL_MAX_LAYERS];
     int swa_l[LL_MAX_LAYERS];          /* 1: sliding-window layer */
@@ -169,7 +176,8 @@ struct llambda_context {
     int n_logits_rows, logits_first;  /* rows held; position of row 0 relative to last eval */
     int last_eval_n;
     ll_sampler smp;
-    float **conv_state, **ssm_state;   /* per Mamba layer: [K-1][channels], [heads][head dim][N] */
+    float **conv_state, **ssm_state;   /* per recurrent layer (hp.rs_conv_l / rs_state_l floats) */
+    float *arch_buf;                   /* [n_batch][hp.arch_scratch] */
     struct ll_stream {                 /* step-wise generation state (llambda_stream_*) */
         int active, n_predict, n_done, finished, pending_token;
         const char *const *stop; int n_stop;
@@ -203,6 +211,8 @@ void ll_geglu(float *g, const float *u, int64_t n);
 void ll_moe_forward(struct llambda_context *c, const ll_moe *e, const float *router_in, const float *x, int n, float *out);
 /* Mamba-2 mixer for n tokens of normalised input u [n][E]; out [n][E]; state advances. */
 void ll_mamba2(struct llambda_context *c, const ll_layer *Y, int layer, const float *u, int n, float *out);
+/* Gated DeltaNet mixer (qwen3next) for n tokens of normalised input u; out [n][E]. */
+void ll_deltanet(struct llambda_context *c, const ll_layer *Y, int layer, const float *u, int n, float *out);
 /* Bind a stacked [ne0, ne1, ne2] tensor (experts). */
 llambda_status ll_bind3(llambda_model *m, ll_weight *w, int required, int64_t ne0, int64_t ne1, int64_t ne2, const char *fmt, ...) LL_PRINTF(7, 8);
 void ll_swiglu(float *g, const float *u, int64_t n);   /* one row */

@@ -147,5 +147,14 @@ int main(int argc, char **argv) {
         snprintf(tn, sizeof tn, "fixture logits %s", nh[i]);
         TEST(tn) check_model(path, dir_ref, nh[i], i > 0 ? 2 : 0, n_batch);
     }
+    /* qwen3next: F16 strict (3e-5); quantized with experts and recurrent state: chaotic criteria */
+    static const char *q3[] = {"tiny-qwen3next-F16", "tiny-qwen3next-Q8_0", "tiny-qwen3next-Q4_K_M", "tiny-qwen3next-Q6_K", "tiny-qwen3next-legacy-Q8_0"};
+    for (int i = 0; i < 5; i++) {
+        char path[1200], tn[160], dir_ref[1024];
+        snprintf(path, sizeof path, "%s/%s.gguf", fixture("archs/qwen3next/models"), q3[i]);
+        snprintf(dir_ref, sizeof dir_ref, "%s", fixture("archs/qwen3next/ref"));
+        snprintf(tn, sizeof tn, "fixture logits %s", q3[i]);
+        TEST(tn) check_model(path, dir_ref, q3[i], i > 0 ? 2 : 0, n_batch);
+    }
     return test_summary();
 }

@@ -394,6 +394,18 @@ int main(void) {
     TEST("inference: exact replay, nemotron_h_moe (Mamba-2 state, attention, experts)") test_exact_replay("archs/nemotron_h_moe/models/tiny-nemotron-h-moe-Q8_0.gguf");
     TEST("inference: exact replay, nemotron_h_moe with batch 3") test_exact_replay_batch("archs/nemotron_h_moe/models/tiny-nemotron-h-moe-F16.gguf", 3);
     TEST("inference: nemotron_h_moe logits independent of batch size and threads") test_invariance("archs/nemotron_h_moe/models/tiny-nemotron-h-moe-Q4_K_M.gguf");
+    TEST("inference: exact replay, qwen3next (gated DeltaNet, gated attention, experts)") test_exact_replay("archs/qwen3next/models/tiny-qwen3next-Q4_K_M.gguf");
+    TEST("inference: exact replay, qwen3next F16 with batch 5") test_exact_replay_batch("archs/qwen3next/models/tiny-qwen3next-F16.gguf", 5);
+    TEST("inference: qwen3next logits independent of batch size and threads") test_invariance("archs/qwen3next/models/tiny-qwen3next-Q8_0.gguf");
+    TEST("inference: qwen3next legacy fused ssm_in layout gives the same logits as attn_qkv + attn_gate") {
+        llambda_model *a = load("archs/qwen3next/models/tiny-qwen3next-Q8_0.gguf"), *b = load("archs/qwen3next/models/tiny-qwen3next-legacy-Q8_0.gguf");
+        if (a && b) {
+            float *la = eval_all(a, PROMPT, NP, 2, 512, NP), *lb = eval_all(b, PROMPT, NP, 2, 512, NP);
+            CHECK(!memcmp(la, lb, (size_t)NP * llambda_model_n_vocab(a) * 4), "layouts differ");
+            free(la); free(lb);
+        }
+        llambda_model_free(a); llambda_model_free(b);
+    }
     TEST("inference: a recurrent context restarts but does not rewind") {
         llambda_model *m = load("archs/nemotron_h_moe/models/tiny-nemotron-h-moe-Q8_0.gguf");
         if (m) {

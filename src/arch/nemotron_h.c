@@ -74,6 +74,12 @@ static llambda_status nemotron_hparams(llambda_model *m) {
                 return ll_error(LLAMBDA_ERR_FORMAT, "%s: attention layer %d has %d KV heads for %d heads", m->arch_name, l, kv, h->n_head);
         } else h->n_head_kv_l[l] = 0;
     }
+    int ch = h->ssm_d_inner + 2 * h->ssm_n_group * h->ssm_d_state;
+    for (int l = 0; l < L; l++)
+        if (h->kind_l[l] == LL_LAYER_MAMBA) {
+            h->rs_conv_l[l] = (h->ssm_conv_k - 1) * ch;
+            h->rs_state_l[l] = h->ssm_d_inner * h->ssm_d_state;
+        }
     h->head_dim = D; h->n_head_kv = n_attn ? h->n_head_kv_l[0] : 0;
     h->rope_type = LL_ROPE_NONE;
     h->rope_freq_scale = 1.0f; h->rope_attn_factor = 1.0f;
