@@ -330,6 +330,8 @@ int llambda_context_pos(const llambda_context *c);
 /* Rewind to pos (<= the current position): later KV cells are forgotten. */
 llambda_status llambda_context_truncate(llambda_context *c, int pos);
 uint64_t llambda_context_kv_bytes(const llambda_context *c);
+/* Bytes of recurrent state (Mamba / DeltaNet conv and state buffers), 0 for attention-only models. */
+uint64_t llambda_context_state_bytes(const llambda_context *c);
 /* Set the sampler (also reseeds). */
 void llambda_context_set_sampler(llambda_context *c, const llambda_sampler_params *p);
 

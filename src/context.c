@@ -185,6 +185,13 @@ void llambda_context_reset(llambda_context *c) {
 }
 
 int llambda_context_n_ctx(const llambda_context *c) { return c->n_ctx; }
+
+uint64_t llambda_context_state_bytes(const llambda_context *c) {
+    uint64_t total = 0;
+    for (int l = 0; c->conv_state && l < c->m->hp.n_layer; l++)
+        if (c->conv_state[l]) total += 4ull * ((uint64_t)c->m->hp.rs_conv_l[l] + (uint64_t)c->m->hp.rs_state_l[l]);
+    return total;
+}
 int llambda_context_pos(const llambda_context *c) { return c->pos; }
 
 llambda_status llambda_context_truncate(llambda_context *c, int pos) {

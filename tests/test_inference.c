@@ -97,15 +97,19 @@ static void test_exact_replay_batch(const char *rel, int batch) {
 
 static void test_exact_replay(const char *rel) { test_exact_replay_batch(rel, 512); }
 
+/* 80 tokens fed with batch sizes 1, 7, 64, 65 and the whole prompt, in one call or in
+ * chunks, on 1-4 threads: every row bitwise equal. */
 static void test_invariance(const char *rel) {
     llambda_model *m = load(rel);
     if (!m) return;
-    int V = llambda_model_n_vocab(m);
-    size_t bytes = (size_t)NP * V * 4;
-    float *ref = eval_all(m, PROMPT, NP, 1, 512, NP);
-    struct { int threads, batch, chunk; } runs[] = {{1, 1, NP}, {1, 7, NP}, {2, 32, NP}, {3, 512, NP}, {4, 512, 5}, {2, 512, 1}};
+    int V = llambda_model_n_vocab(m), n = 80;
+    int32_t seq[80];
+    for (int i = 0; i < n; i++) seq[i] = i < NP ? PROMPT[i] : (int32_t)((i * 131 + 7) % (V - 40) + 20);
+    size_t bytes = (size_t)n * V * 4;
+    float *ref = eval_all(m, seq, n, 1, 512, n);
+    struct { int threads, batch, chunk; } runs[] = {{1, 1, 80}, {2, 7, 80}, {3, 64, 80}, {2, 65, 80}, {3, 512, 80}, {4, 512, 5}, {2, 512, 1}, {1, 64, 33}};
     for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
-        float *x = eval_all(m, PROMPT, NP, runs[r].threads, runs[r].batch, runs[r].chunk);
+        float *x = eval_all(m, seq, n, runs[r].threads, runs[r].batch, runs[r].chunk);
         CHECK(!memcmp(x, ref, bytes), "%s: threads %d batch %d chunk %d differ from 1 thread, one batch", rel,
               runs[r].threads, runs[r].batch, runs[r].chunk);
         free(x);
@@ -222,6 +226,35 @@ static void expect_load_error(edit_kind kind, const char *target, const char *wa
     CHECK(strstr(llambda_last_error(), want) != NULL, "message '%s' lacks '%s'", llambda_last_error(), want);
     llambda_model_free(m);
     remove(path);
+}
+
+/* A fixture with one integer key replaced: value >= 0 sets a u32; for array keys, an
+ * array of `value` entries. Loading must fail with a message containing `want`. */
+static void expect_key_error(const char *rel, const char *key, int value, const char *want) {
+    llambda_gguf *g = llambda_gguf_open(fixture(rel));
+    llambda_gguf_writer *w = llambda_gguf_writer_new();
+    for (int64_t i = 0; i < llambda_gguf_n_kv(g); i++) {
+        const char *k = llambda_gguf_key(g, i);
+        const llambda_gguf_value *v = llambda_gguf_kv(g, i);
+        if (!strcmp(k, key)) {
+            if (v->type == LLAMBDA_GGUF_ARRAY) { int32_t a[16] = {0}; llambda_gguf_set_arr(w, k, LLAMBDA_GGUF_I32, a, (uint64_t)value); }
+            else llambda_gguf_set_u32(w, k, (uint32_t)value);
+            continue;
+        }
+        llambda_gguf_set_value(w, k, v);
+    }
+    for (int64_t i = 0; i < llambda_gguf_n_tensors(g); i++) {
+        const llambda_gguf_tensor *t = llambda_gguf_tensor_at(g, i);
+        llambda_gguf_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data);
+    }
+    llambda_gguf_writer_write(w, "/tmp/llambda_bad_key.gguf");
+    llambda_gguf_writer_free(w);
+    llambda_gguf_close(g);
+    llambda_model *m = NULL;
+    CHECK(llambda_model_load("/tmp/llambda_bad_key.gguf", NULL, &m) != LLAMBDA_OK, "loaded");
+    CHECK(strstr(llambda_last_error(), want) != NULL, "message '%s' lacks '%s'", llambda_last_error(), want);
+    llambda_model_free(m);
+    remove("/tmp/llambda_bad_key.gguf");
 }
 
 /* gemma4 with one metadata key changed: a 3-entry pattern, or a wrong sliding head size */
@@ -406,6 +439,31 @@ int main(void) {
         }
         llambda_model_free(a); llambda_model_free(b);
     }
+    TEST("inference: recurrent state and KV byte counts (nemotron, qwen3next)") {
+        llambda_model *m = load("archs/nemotron_h_moe/models/tiny-nemotron-h-moe-Q8_0.gguf");
+        if (m) {
+            llambda_context_params p = llambda_context_default_params();
+            p.n_ctx = 128;
+            llambda_context *c;
+            llambda_context_create(m, &p, &c);
+            /* 3 Mamba layers x ((K-1) x (512 + 2x2x64) + 512 x 64) floats; 1 attention layer x 128 cells x 2 KV heads x 64, f16, K and V */
+            CHECK(llambda_context_state_bytes(c) == 3ull * 4 * (3 * 768 + 512 * 64), "state bytes %llu", (unsigned long long)llambda_context_state_bytes(c));
+            CHECK(llambda_context_kv_bytes(c) == 1ull * 128 * 128 * 2 * 2, "kv bytes %llu", (unsigned long long)llambda_context_kv_bytes(c));
+            llambda_context_free(c);
+            llambda_model_free(m);
+        }
+        m = load("archs/qwen3next/models/tiny-qwen3next-Q8_0.gguf");
+        if (m) {
+            llambda_context_params p = llambda_context_default_params();
+            p.n_ctx = 128;
+            llambda_context *c;
+            llambda_context_create(m, &p, &c);
+            /* 3 DeltaNet layers x ((K-1) x 512 + 4 x 64 x 64) floats */
+            CHECK(llambda_context_state_bytes(c) == 3ull * 4 * (3 * 512 + 4 * 64 * 64), "state bytes %llu", (unsigned long long)llambda_context_state_bytes(c));
+            llambda_context_free(c);
+            llambda_model_free(m);
+        }
+    }
     TEST("inference: a recurrent context restarts but does not rewind") {
         llambda_model *m = load("archs/nemotron_h_moe/models/tiny-nemotron-h-moe-Q8_0.gguf");
         if (m) {
@@ -429,6 +487,11 @@ int main(void) {
     TEST("inference: chat templates render llama3 and ChatML exactly") test_chat();
     TEST("load errors: gemma4 pattern array of the wrong length") expect_gemma_error("gemma4.attention.sliding_window_pattern", "sliding_window_pattern': array of 3 entries, expected 8");
     TEST("load errors: gemma4 head size that disagrees with the tensors") expect_gemma_error("gemma4.attention.key_length_swa", "has shape");
+    TEST("load errors: nemotron per-layer array of the wrong length") expect_key_error("archs/nemotron_h_moe/models/tiny-nemotron-h-moe-Q8_0.gguf", "nemotron_h_moe.feed_forward_length", 3, "feed_forward_length': array of 3 entries, expected 7");
+    TEST("load errors: nemotron group count that does not divide the inner size") expect_key_error("archs/nemotron_h_moe/models/tiny-nemotron-h-moe-Q8_0.gguf", "nemotron_h_moe.ssm.group_count", 3, "ssm sizes do not divide");
+    TEST("load errors: qwen3next head ratio that does not divide") expect_key_error("archs/qwen3next/models/tiny-qwen3next-Q8_0.gguf", "qwen3next.ssm.time_step_rank", 3, "not a multiple of 2 key heads");
+    TEST("load errors: qwen3next without experts") expect_key_error("archs/qwen3next/models/tiny-qwen3next-Q8_0.gguf", "qwen3next.expert_count", 0, "cannot have zero experts");
+    TEST("load errors: qwen3next misshaped ssm tensor") expect_key_error("archs/qwen3next/models/tiny-qwen3next-Q8_0.gguf", "qwen3next.ssm.conv_kernel", 5, "blk.0.ssm_conv1d.weight' has shape");
     TEST("load errors: missing tensor") expect_load_error(DROP_TENSOR, "blk.1.ffn_up.weight", "missing tensor 'blk.1.ffn_up.weight'");
     TEST("load errors: wrong shape") expect_load_error(RESHAPE_TENSOR, "blk.0.attn_q.weight", "tensor 'blk.0.attn_q.weight' has shape");
     TEST("load errors: unknown architecture") expect_load_error(SET_ARCH, "general.architecture", "unknown architecture 'no-such-arch'");

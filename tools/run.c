@@ -106,8 +106,9 @@ static llambda_context *make_ctx(llambda_model *m, const opts *o, int logits) {
     llambda_context *c;
     if (llambda_context_create(m, &cp, &c)) { fprintf(stderr, "llambda: %s\n", llambda_last_error()); return NULL; }
     if (o->verbose || logits == LLAMBDA_LOGITS_LAST)
-        fprintf(stderr, "llambda: %s (%s), context %d tokens, KV cache %.2f MiB, %s kernels\n", llambda_model_name(m),
-                llambda_model_arch(m), llambda_context_n_ctx(c), (double)llambda_context_kv_bytes(c) / (1024.0 * 1024.0), llambda_isa());
+        fprintf(stderr, "llambda: %s (%s), context %d tokens, KV cache %.2f MiB, recurrent state %.2f MiB, %s kernels\n",
+                llambda_model_name(m), llambda_model_arch(m), llambda_context_n_ctx(c), (double)llambda_context_kv_bytes(c) / (1024.0 * 1024.0),
+                (double)llambda_context_state_bytes(c) / (1024.0 * 1024.0), llambda_isa());
     return c;
 }
 

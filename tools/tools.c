@@ -61,6 +61,25 @@ static const preset presets[] = {
 };
 
 #define LLAMBDA_MAX_SYNTH_LAYERS 128
+
+/* Hybrid presets: nemotron_h(_moe) pattern letters M (Mamba-2), * (attention), E (experts),
+ * - (dense MLP); qwen3next uses full_attention_interval instead. */
+typedef struct hybrid {
+    const char *name, *arch, *pattern;
+    int E, L, H, Hkv, D, n_rot, vocab;
+    int d_inner, N, G, Hm, K;           /* Mamba-2 (nemotron) or DeltaNet S=N, Hk=G, Hv=Hm (qwen3next) */
+    int X, k, F, Fs, interval;
+    float rope_base, eps, w_scale;
+} hybrid;
+
+static const hybrid hybrids[] = {
+    {"nemotron-3-nano-30b-a3b", "nemotron_h_moe", "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+     2688, 52, 32, 2, 128, 0, 131072, 4096, 128, 8, 64, 4, 128, 6, 1856, 3712, 0, 10000.f, 1e-5f, 2.5f},
+    {"tiny-nemotron-h-moe", "nemotron_h_moe", "MEM*EME", 128, 7, 4, 2, 32, 0, 1024, 256, 32, 2, 8, 4, 8, 3, 64, 128, 0, 10000.f, 1e-5f, 2.5f},
+    {"tiny-nemotron-h", "nemotron_h", "M-M*-M", 128, 6, 4, 1, 32, 0, 1024, 256, 32, 4, 8, 3, 0, 0, 192, 0, 0, 10000.f, 1e-5f, 0.f},
+    {"qwen3-next-80b-a3b", "qwen3next", NULL, 2048, 48, 16, 2, 256, 64, 151936, 4096, 128, 16, 32, 4, 512, 10, 512, 512, 4, 1e7f, 1e-6f, 0.f},
+    {"tiny-qwen3next", "qwen3next", NULL, 128, 6, 4, 1, 48, 16, 1024, 192, 32, 2, 6, 4, 10, 3, 64, 32, 3, 1e7f, 1e-6f, 0.f},
+};
 typedef struct synth {
     const preset *p;
     int dst_type_unused;
@@ -92,9 +111,17 @@ static llambda_status fill(void *user, const char *name, void *dst, uint64_t nby
     size_t rb = (size_t)llambda_type_row_bytes(type, ne0);
     int is_norm = strstr(name, "norm") != NULL || strstr(name, "layer_output_scale") != NULL,
         is_rope = !strcmp(name, "rope_freqs.weight");
+    /* Mamba / DeltaNet scalars: A negative (-exp(A_log)), small dt bias, D near 1 */
+    int is_a = strstr(name, ".ssm_a") != NULL, is_dtb = strstr(name, "ssm_dt.bias") != NULL, is_d = strstr(name, ".ssm_d") && !is_dtb;
     for (int64_t r = 0; r < rows; r++) {
         for (int64_t i = 0; i < ne0; i++) {
             if (is_norm) { row[i] = 1.0f; continue; }
+            if (is_a || is_dtb || is_d) {
+                state ^= state << 13; state ^= state >> 7; state ^= state << 17;
+                float u01 = (float)((double)(state >> 11) * 0x1.0p-53);
+                row[i] = is_a ? -(1.0f + 7.0f * u01) : is_dtb ? -4.0f + 2.0f * u01 : 0.5f + u01;
+                continue;
+            }
             if (is_rope && !strcmp(p->arch, "gemma4")) {
                 /* proportional RoPE: a quarter of the global pairs rotate, the rest pass */
                 row[i] = i < p->head_dim / 8 ? 1.0f : 1e30f;
@@ -160,9 +187,19 @@ static void synth_vocab_gemma4(llambda_gguf_writer *w, const preset *p) {
     free(toks); free(types);
 }
 
+static int add3(llambda_gguf_writer *w, fill_ctx *fcs, int *nf, const preset *p, uint64_t seed, int ftype,
+                const char *name, int64_t ne0, int64_t ne1, int64_t ne2, int i_kind, int n_kind) {
+    int64_t ne[3] = {ne0, ne1, ne2};
+    int type = llambda_quant_tensor_type(ftype, name, 3, ne, LLAMBDA_TYPE_F32, i_kind, n_kind, true, (int)ne2);
+    fill_ctx *fc = &fcs[(*nf)++];
+    *fc = (fill_ctx){p, seed, type, ne0, ne1 * ne2};
+    return llambda_gguf_add_tensor_fn(w, name, type, 3, ne, fill, fc) != LLAMBDA_OK;
+}
+
 static void synth_vocab(llambda_gguf_writer *w, const preset *p) {
     if (!strcmp(p->arch, "gemma4")) { synth_vocab_gemma4(w, p); return; }
     int n = p->n_vocab, llama = !strcmp(p->arch, "llama");
+    if (!llama) llama = 0;
     char **toks = malloc((size_t)n * sizeof *toks);
     int32_t *types = malloc((size_t)n * sizeof *types);
     /* 256 byte tokens in GPT-2's byte-to-unicode form, filler words, then specials */
@@ -187,7 +224,7 @@ static void synth_vocab(llambda_gguf_writer *w, const preset *p) {
         toks[i] = strdup(buf); types[i] = 1;
     }
     llambda_gguf_set_str(w, "tokenizer.ggml.model", "gpt2");
-    llambda_gguf_set_str(w, "tokenizer.ggml.pre", llama ? "llama-bpe" : "qwen2");
+    llambda_gguf_set_str(w, "tokenizer.ggml.pre", llama ? "llama-bpe" : !strncmp(p->arch, "nemotron", 8) ? "pixtral" : "qwen2");
     llambda_gguf_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)toks, (uint64_t)n);
     llambda_gguf_set_arr(w, "tokenizer.ggml.token_type", LLAMBDA_GGUF_I32, types, (uint64_t)n);
     const char *no_merges[1] = {""};
@@ -258,22 +295,150 @@ static int synth_gemma4(llambda_gguf_writer *w, fill_ctx *fcs, int *nf, const pr
     return err;
 }
 
+/* nemotron_h(_moe) and qwen3next: metadata and tensors for `layers` blocks of the preset. */
+static int synth_hybrid(llambda_gguf_writer *w, fill_ctx *fcs, int *nf, const hybrid *hy, const preset *p, uint64_t seed, int ft, int layers) {
+    char key[128];
+    const char *a = hy->arch;
+    int L = layers, E = hy->E, err = 0, nemo = strncmp(a, "nemotron", 8) == 0;
+#define K(suffix) (snprintf(key, sizeof key, "%s.%s", a, suffix), key)
+    llambda_gguf_set_u32(w, K("context_length"), nemo ? 1048576u : 262144u);
+    llambda_gguf_set_u32(w, K("embedding_length"), (uint32_t)E);
+    llambda_gguf_set_u32(w, K("block_count"), (uint32_t)L);
+    llambda_gguf_set_u32(w, K("attention.head_count"), (uint32_t)hy->H);
+    llambda_gguf_set_u32(w, K("attention.key_length"), (uint32_t)hy->D);
+    llambda_gguf_set_u32(w, K("attention.value_length"), (uint32_t)hy->D);
+    llambda_gguf_set_f32(w, K("attention.layer_norm_rms_epsilon"), hy->eps);
+    llambda_gguf_set_f32(w, K("rope.freq_base"), hy->rope_base);
+    llambda_gguf_set_u32(w, K("ssm.conv_kernel"), (uint32_t)hy->K);
+    llambda_gguf_set_u32(w, K("ssm.state_size"), (uint32_t)hy->N);
+    llambda_gguf_set_u32(w, K("ssm.group_count"), (uint32_t)hy->G);
+    llambda_gguf_set_u32(w, K("ssm.time_step_rank"), (uint32_t)hy->Hm);
+    llambda_gguf_set_u32(w, K("ssm.inner_size"), (uint32_t)hy->d_inner);
+    if (hy->X) {
+        llambda_gguf_set_u32(w, K("expert_count"), (uint32_t)hy->X);
+        llambda_gguf_set_u32(w, K("expert_used_count"), (uint32_t)hy->k);
+        llambda_gguf_set_u32(w, K("expert_feed_forward_length"), (uint32_t)hy->F);
+        llambda_gguf_set_u32(w, K("expert_shared_feed_forward_length"), (uint32_t)hy->Fs);
+    }
+    int32_t kv[LLAMBDA_MAX_SYNTH_LAYERS], ff[LLAMBDA_MAX_SYNTH_LAYERS];
+    char kind[LLAMBDA_MAX_SYNTH_LAYERS];
+    for (int l = 0; l < L; l++) {
+        kind[l] = nemo ? hy->pattern[l % (int)strlen(hy->pattern)] : ((l + 1) % hy->interval ? 'L' : '*');
+        kv[l] = kind[l] == '*' ? hy->Hkv : 0;
+        ff[l] = kind[l] == 'E' ? hy->F : kind[l] == '-' ? hy->F : 0;
+    }
+    if (nemo) {
+        llambda_gguf_set_arr(w, K("attention.head_count_kv"), LLAMBDA_GGUF_I32, kv, (uint64_t)L);
+        llambda_gguf_set_arr(w, K("feed_forward_length"), LLAMBDA_GGUF_I32, ff, (uint64_t)L);
+        if (hy->X) {
+            llambda_gguf_set_bool(w, K("expert_weights_norm"), true);
+            llambda_gguf_set_f32(w, K("expert_weights_scale"), hy->w_scale);
+        }
+    } else {
+        llambda_gguf_set_u32(w, K("attention.head_count_kv"), (uint32_t)hy->Hkv);
+        llambda_gguf_set_u32(w, K("rope.dimension_count"), (uint32_t)hy->n_rot);
+        llambda_gguf_set_u32(w, K("full_attention_interval"), (uint32_t)hy->interval);
+    }
+#undef K
+    err |= add(w, fcs, nf, p, seed, ft, "token_embd.weight", E, hy->vocab, 0, 0);
+    err |= add(w, fcs, nf, p, seed, ft, "output_norm.weight", E, 0, 0, 0);
+    err |= add(w, fcs, nf, p, seed, ft, "output.weight", E, hy->vocab, 0, 0);
+    int d_in = hy->d_inner, N = hy->N, G = hy->G, Hm = hy->Hm, Kc = hy->K, D = hy->D;
+    for (int l = 0; l < L; l++) {
+        char n[80];
+#define T(suffix, x, y) (snprintf(n, sizeof n, "blk.%d." suffix, l), err |= add(w, fcs, nf, p, seed, ft, n, x, y, l, L))
+#define T3(suffix, x, y, z) (snprintf(n, sizeof n, "blk.%d." suffix, l), err |= add3(w, fcs, nf, p, seed, ft, n, x, y, z, l, L))
+        T("attn_norm.weight", E, 0);
+        if (nemo) {
+            switch (kind[l]) {
+            case 'M':
+                T("ssm_in.weight", E, 2 * d_in + 2 * G * N + Hm);
+                T("ssm_conv1d.weight", Kc, d_in + 2 * G * N);
+                T("ssm_conv1d.bias", d_in + 2 * G * N, 0);
+                T("ssm_dt.bias", Hm, 0);
+                T("ssm_a", 1, Hm);
+                T("ssm_d", 1, Hm);
+                T("ssm_norm.weight", d_in / G, G);
+                T("ssm_out.weight", d_in, E);
+                break;
+            case '*':
+                T("attn_q.weight", E, hy->H * D); T("attn_k.weight", E, hy->Hkv * D);
+                T("attn_v.weight", E, hy->Hkv * D); T("attn_output.weight", hy->H * D, E);
+                break;
+            case 'E':
+                T("ffn_gate_inp.weight", E, hy->X);
+                T("exp_probs_b.bias", hy->X, 0);
+                T3("ffn_up_exps.weight", E, hy->F, hy->X);
+                T3("ffn_down_exps.weight", hy->F, E, hy->X);
+                T("ffn_up_shexp.weight", E, hy->Fs);
+                T("ffn_down_shexp.weight", hy->Fs, E);
+                break;
+            default:
+                T("ffn_up.weight", E, hy->F);
+                T("ffn_down.weight", hy->F, E);
+            }
+        } else {
+            int S = N, kd = G * S, vd = Hm * S;
+            T("post_attention_norm.weight", E, 0);
+            if (kind[l] == 'L') {
+                T("attn_qkv.weight", E, 2 * kd + vd);
+                T("attn_gate.weight", E, vd);
+                T("ssm_ba.weight", E, 2 * Hm);
+                T("ssm_conv1d.weight", Kc, 2 * kd + vd);
+                T("ssm_dt.bias", Hm, 0);
+                T("ssm_a", Hm, 0);
+                T("ssm_norm.weight", S, 0);
+                T("ssm_out.weight", vd, E);
+            } else {
+                T("attn_q.weight", E, 2 * hy->H * D); T("attn_k.weight", E, hy->Hkv * D);
+                T("attn_v.weight", E, hy->Hkv * D); T("attn_output.weight", hy->H * D, E);
+                T("attn_q_norm.weight", D, 0); T("attn_k_norm.weight", D, 0);
+            }
+            T("ffn_gate_inp.weight", E, hy->X);
+            T3("ffn_gate_exps.weight", E, hy->F, hy->X);
+            T3("ffn_up_exps.weight", E, hy->F, hy->X);
+            T3("ffn_down_exps.weight", hy->F, E, hy->X);
+            T("ffn_gate_inp_shexp.weight", E, 0);
+            T("ffn_gate_shexp.weight", E, hy->Fs);
+            T("ffn_up_shexp.weight", E, hy->Fs);
+            T("ffn_down_shexp.weight", hy->Fs, E);
+        }
+#undef T
+#undef T3
+    }
+    return err;
+}
+
 int cmd_synth(int argc, char **argv) {
     const char *arch = NULL, *pname = NULL, *out = NULL, *type = "Q4_K_M";
     uint64_t seed = 1;
+    int layers = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--arch") && i + 1 < argc) arch = argv[++i];
         else if (!strcmp(argv[i], "--preset") && i + 1 < argc) pname = argv[++i];
         else if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
         else if (!strcmp(argv[i], "--type") && i + 1 < argc) type = argv[++i];
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--layers") && i + 1 < argc) layers = atoi(argv[++i]);
         else { fprintf(stderr, "llambda synth: unknown option '%s'\n", argv[i]); return 2; }
     }
     const preset *p = NULL;
+    const hybrid *hy = NULL;
+    static preset hp_as_preset;
     for (size_t i = 0; pname && i < sizeof presets / sizeof *presets; i++) if (!strcmp(presets[i].name, pname)) p = &presets[i];
+    for (size_t i = 0; pname && !p && i < sizeof hybrids / sizeof *hybrids; i++)
+        if (!strcmp(hybrids[i].name, pname)) {
+            hy = &hybrids[i];
+            memset(&hp_as_preset, 0, sizeof hp_as_preset);
+            hp_as_preset.name = hy->name; hp_as_preset.arch = hy->arch; hp_as_preset.n_vocab = hy->vocab;
+            hp_as_preset.n_embd = hy->E; hp_as_preset.n_layer = hy->L; hp_as_preset.rope_base = hy->rope_base;
+            p = &hp_as_preset;
+        }
+    if (layers < 0 || layers > LLAMBDA_MAX_SYNTH_LAYERS) { fprintf(stderr, "llambda synth: --layers must be 1..%d\n", LLAMBDA_MAX_SYNTH_LAYERS); return 2; }
     if (!p || !out) {
-        fprintf(stderr, "usage: llambda synth [--arch llama|qwen2|gemma4] --preset NAME -o OUT.gguf [--type Q4_K_M] [--seed N]\n  presets:");
+        fprintf(stderr, "usage: llambda synth [--arch ARCH] --preset NAME -o OUT.gguf [--type Q4_K_M] [--seed N] [--layers N]\n  presets:");
         for (size_t i = 0; i < sizeof presets / sizeof *presets; i++) fprintf(stderr, " %s", presets[i].name);
+        for (size_t i = 0; i < sizeof hybrids / sizeof *hybrids; i++) fprintf(stderr, " %s", hybrids[i].name);
         fprintf(stderr, "\n");
         return 2;
     }
@@ -305,6 +470,13 @@ int cmd_synth(int argc, char **argv) {
     int nf = 0, err = 0;
     if (!strcmp(p->arch, "gemma4")) {
         err = synth_gemma4(w, fcs, &nf, p, seed, ft);
+        goto write;
+    }
+    if (hy) {
+        free(fcs);
+        int Lh = layers ? layers : hy->L;
+        fcs = calloc((size_t)(24 * Lh + 8), sizeof *fcs);
+        err = synth_hybrid(w, fcs, &nf, hy, p, seed, ft, Lh);
         goto write;
     }
     err |= add(w, fcs, &nf, p, seed, ft, "token_embd.weight", d, p->n_vocab, 0, 0);
