@@ -275,6 +275,14 @@ int llambda_chat_render(const llambda_model *m, const char *format, const llambd
 /* Name of the detected built-in format for the model's template, or NULL. */
 const char *llambda_chat_format_name(const llambda_model *m);
 
+/* Streaming split of generated text into reasoning (inside <think>...</think>) and answer.
+ * Tags may arrive cut across pieces; a possible partial tag is held back until resolved.
+ * Each call appends to content / reasoning (each buffer needs len + 16 bytes of room) and
+ * sets their lengths. Call with len = 0 and flush = true at the end. */
+typedef struct llambda_reasoning_split { int in_think; char hold[16]; int n_hold; } llambda_reasoning_split;
+void llambda_reasoning_feed(llambda_reasoning_split *s, const char *text, int len, bool flush,
+                            char *content, int *n_content, char *reasoning, int *n_reasoning);
+
 /* ------------------------------------------------------------------ sampling */
 
 typedef struct llambda_sampler_params {

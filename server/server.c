@@ -31,6 +31,7 @@ typedef struct server {
     pthread_mutex_t mu;
     pthread_cond_t freed;
     unsigned long next_id;
+    int reasoning_split;
 } server;
 
 /* ------------------------------------------------------------------ slots */
@@ -319,6 +320,21 @@ static enum MHD_Result complete_blocking(server *s, struct MHD_Connection *c, re
     llambda_generate_result res;
     llambda_stream_end(sl->ctx, &res);
     slot_release(s, sl);
+    char *reason = NULL;
+    if (q->chat && s->reasoning_split) {
+        /* <think> ... </think> goes to reasoning_content */
+        llambda_reasoning_split rs = {0};
+        char *ctext = malloc(n + 32), *rtext = malloc(n + 32);
+        int nc = 0, nr = 0, a, b;
+        if (ctext && rtext) {
+            llambda_reasoning_feed(&rs, text, (int)n, true, ctext, &a, rtext, &b);
+            nc = a; nr = b;
+            memcpy(text, ctext, (size_t)nc);
+            n = (size_t)nc;
+            if (nr > 0) reason = valid_utf8(rtext, nr);
+        }
+        free(ctext); free(rtext);
+    }
     char *clean = valid_utf8(text, (int)n);
     free(text);
     cJSON *o = envelope(s, q, 0), *choices = cJSON_AddArrayToObject(o, "choices"), *ch = cJSON_CreateObject();
@@ -328,7 +344,9 @@ static enum MHD_Result complete_blocking(server *s, struct MHD_Connection *c, re
         cJSON *msg = cJSON_AddObjectToObject(ch, "message");
         cJSON_AddStringToObject(msg, "role", "assistant");
         cJSON_AddStringToObject(msg, "content", clean ? clean : "");
+        if (reason) cJSON_AddStringToObject(msg, "reasoning_content", reason);
     } else cJSON_AddStringToObject(ch, "text", clean ? clean : "");
+    free(reason);
     cJSON_AddStringToObject(ch, "finish_reason", finish_reason(res.stop_reason));
     add_usage(o, &res);
     free(clean);
@@ -343,6 +361,7 @@ typedef struct stream_state {
     request *q;
     char *buf; size_t len, off, cap;
     int phase;   /* 0 role chunk, 1 tokens, 2 final chunk queued, 3 done */
+    llambda_reasoning_split rs;
     llambda_generate_result res;
 } stream_state;
 
@@ -367,7 +386,7 @@ static void out_event(stream_state *st, cJSON *o) {
     free(js);
 }
 
-static void event_delta(stream_state *st, const char *role, const char *content, const char *finish) {
+static void event_delta_r(stream_state *st, const char *role, const char *content, const char *reasoning, const char *finish) {
     cJSON *o = envelope(st->s, st->q, 1), *choices = cJSON_AddArrayToObject(o, "choices"), *ch = cJSON_CreateObject();
     cJSON_AddItemToArray(choices, ch);
     cJSON_AddNumberToObject(ch, "index", 0);
@@ -375,10 +394,29 @@ static void event_delta(stream_state *st, const char *role, const char *content,
         cJSON *d = cJSON_AddObjectToObject(ch, "delta");
         if (role) cJSON_AddStringToObject(d, "role", role);
         if (content) cJSON_AddStringToObject(d, "content", content);
+        if (reasoning) cJSON_AddStringToObject(d, "reasoning_content", reasoning);
     } else cJSON_AddStringToObject(ch, "text", content ? content : "");
     if (finish) cJSON_AddStringToObject(ch, "finish_reason", finish);
     else cJSON_AddNullToObject(ch, "finish_reason");
     out_event(st, o);
+}
+
+static void event_delta(stream_state *st, const char *role, const char *content, const char *finish) {
+    event_delta_r(st, role, content, NULL, finish);
+}
+
+/* text of one step: split off the reasoning when asked, then send what is complete */
+static void event_text(stream_state *st, const char *piece, int len, int flush) {
+    if (!(st->q->chat && st->s->reasoning_split)) {
+        if (len > 0) { char *clean = valid_utf8(piece, len); if (clean) event_delta(st, NULL, clean, NULL); free(clean); }
+        return;
+    }
+    char c[TEXT_CHUNK + 48], r[TEXT_CHUNK + 48];
+    int nc, nr;
+    llambda_reasoning_feed(&st->rs, piece, len, flush, c, &nc, r, &nr);
+    char *cc = nc ? valid_utf8(c, nc) : NULL, *rr = nr ? valid_utf8(r, nr) : NULL;
+    if (cc || rr) event_delta_r(st, NULL, cc, rr, NULL);
+    free(cc); free(rr);
 }
 
 static void stream_finish_events(stream_state *st) {
@@ -405,11 +443,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *out, size_t max) {
         if (st->phase == 2) { st->phase = 3; continue; }
         char piece[TEXT_CHUNK];
         int len, more = llambda_stream_next(st->sl->ctx, piece, sizeof piece, &len, NULL);
-        if (len > 0) {
-            char *clean = valid_utf8(piece, len);
-            if (clean) event_delta(st, NULL, clean, NULL);
-            free(clean);
-        }
+        event_text(st, piece, len, more <= 0);
         if (more <= 0) { stream_finish_events(st); st->phase = 2; }
     }
     size_t n = st->len - st->off < max ? st->len - st->off : max;
@@ -534,6 +568,7 @@ int server_main(const server_options *o) {
     server s;
     memset(&s, 0, sizeof s);
     s.api_key = o->api_key;
+    s.reasoning_split = o->reasoning_split;
     llambda_model_params mp = llambda_model_default_params();
     mp.n_threads = o->n_threads;
     if (llambda_model_load(o->model_path, &mp, &s.model)) { fprintf(stderr, "llambda: %s\n", llambda_last_error()); return 1; }

@@ -127,5 +127,19 @@ int main(void) {
         CHECK(llambda_sampler_sample(s, logits) == 0, "neutral penalties changed the choice");
         llambda_sampler_free(s);
     }
+    TEST("chat: <think> reasoning split across arbitrary pieces") {
+        const char *pieces[] = {"Hi <thi", "nk>step one", ", step two</th", "i", "nk>The answer", " is <", "b>42</b>", "<think"};
+        llambda_reasoning_split rs = {0};
+        char content[256] = "", reason[256] = "", c[64], r[64];
+        int nc, nr;
+        for (int i = 0; i < 8; i++) {
+            llambda_reasoning_feed(&rs, pieces[i], (int)strlen(pieces[i]), false, c, &nc, r, &nr);
+            strncat(content, c, (size_t)nc); strncat(reason, r, (size_t)nr);
+        }
+        llambda_reasoning_feed(&rs, "", 0, true, c, &nc, r, &nr);
+        strncat(content, c, (size_t)nc); strncat(reason, r, (size_t)nr);
+        CHECK(!strcmp(reason, "step one, step two"), "reasoning '%s'", reason);
+        CHECK(!strcmp(content, "Hi The answer is <b>42</b><think"), "content '%s'", content);
+    }
     return test_summary();
 }

@@ -10,7 +10,7 @@
 typedef struct opts {
     const char *model, *prompt, *system, *tokens, *logits_out, *format;
     const char *stop[8]; int n_stop;
-    int n_predict, n_threads, n_ctx, n_batch, chat, no_bos, kv_f32, verbose;
+    int n_predict, n_threads, n_ctx, n_batch, chat, no_bos, kv_f32, verbose, hide_reasoning;
     llambda_sampler_params sp;
 } opts;
 
@@ -75,6 +75,11 @@ static int parse_opts(int argc, char **argv, opts *o, const char *usage) {
         else if (IS("--presence-penalty")) { if (!(v = VAL)) return 2; o->sp.presence_penalty = (float)atof(v); }
         else if (IS("-s") || IS("--seed")) { if (!(v = VAL)) return 2; o->sp.seed = strtoull(v, NULL, 10); }
         else if (IS("--chat")) o->chat = 1;
+        else if (IS("--reasoning")) {
+            if (!(v = VAL)) return 2;
+            if (!strcmp(v, "hide")) o->hide_reasoning = 1;
+            else if (strcmp(v, "show")) { fprintf(stderr, "llambda: --reasoning show|hide\n"); return 2; }
+        }
         else if (IS("--no-bos")) o->no_bos = 1;
         else if (IS("--kv-f32")) o->kv_f32 = 1;
         else if (IS("-v") || IS("--verbose")) o->verbose = 1;
@@ -195,11 +200,17 @@ out:
 
 /* ------------------------------------------------------------------ chat */
 
-typedef struct reply { char *text; size_t len, cap; } reply;
+typedef struct reply { char *text; size_t len, cap; int hide; llambda_reasoning_split rs; } reply;
 
-static bool collect_token(int32_t tok, const char *text, int len, void *user) {
+/* The answer (without <think> blocks) is kept for the history; the reasoning is printed
+ * unless hidden. */
+static bool collect_token(int32_t tok, const char *raw, int rlen, void *user) {
     reply *r = user;
     (void)tok;
+    char text[600], reason[600];
+    int len, nr;
+    llambda_reasoning_feed(&r->rs, raw, rlen, false, text, &len, reason, &nr);
+    if (nr > 0 && !r->hide) { fwrite(reason, 1, (size_t)nr, stdout); fflush(stdout); }
     if (r->len + (size_t)len + 1 > r->cap) {
         size_t nc = (r->cap + (size_t)len + 1) * 2;
         char *nt = realloc(r->text, nc);
@@ -216,7 +227,7 @@ static bool collect_token(int32_t tok, const char *text, int len, void *user) {
 
 int cmd_chat(int argc, char **argv) {
     opts o;
-    if (parse_opts(argc, argv, &o, "usage: llambda chat -m MODEL [--system TEXT] [--chat-format NAME] [-c CTX] [sampling options]\n")) return 2;
+    if (parse_opts(argc, argv, &o, "usage: llambda chat -m MODEL [--system TEXT] [--chat-format NAME] [--reasoning show|hide] [-c CTX] [sampling options]\n")) return 2;
     llambda_model *m = load(&o, argv[0], NULL);
     if (!m) return 1;
     llambda_context *c = make_ctx(m, &o, LLAMBDA_LOGITS_LAST);
@@ -262,6 +273,7 @@ int cmd_chat(int argc, char **argv) {
             free(toks); rc = 1; break;
         }
         reply r = {0};
+        r.hide = o.hide_reasoning;
         llambda_generate_result res;
         llambda_status st = llambda_generate(c, toks + keep, n - keep, n_predict, o.stop, o.n_stop, collect_token, &r, &res);
         printf("\n");

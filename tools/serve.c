@@ -6,9 +6,9 @@
 #include <string.h>
 
 int cmd_serve(int argc, char **argv) {
-    server_options o = {NULL, "127.0.0.1", NULL, 8080, 1, 0, 0, -1};
+    server_options o = {NULL, "127.0.0.1", NULL, 8080, 1, 0, 0, -1, 1};
     const char *usage = "usage: llambda serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [-c CTX] [-t THREADS]\n"
-                        "                     [--api-key KEY] [--queue N]\n";
+                        "                     [--api-key KEY] [--queue N] [--reasoning-format deepseek|none]\n";
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(usage, stderr); return 0; }
@@ -21,6 +21,11 @@ int cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) o.n_threads = atoi(v);
         else if (!strcmp(a, "--api-key")) o.api_key = v;
         else if (!strcmp(a, "--queue")) o.queue = atoi(v);
+        else if (!strcmp(a, "--reasoning-format")) {
+            if (!strcmp(v, "deepseek")) o.reasoning_split = 1;
+            else if (!strcmp(v, "none")) o.reasoning_split = 0;
+            else { fprintf(stderr, "llambda serve: --reasoning-format deepseek|none\n"); return 2; }
+        }
         else { fprintf(stderr, "llambda serve: unknown option '%s'\n%s", a, usage); return 2; }
     }
     if (!o.model_path || o.port <= 0 || o.port > 65535 || o.parallel < 1 || o.parallel > 256 || o.n_ctx < 0) {

@@ -3,6 +3,7 @@
 #include "../model.h"
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 typedef struct sbuf { char *buf; int size, len; } sbuf;
 
@@ -87,4 +88,42 @@ int llambda_chat_render(const llambda_model *m, const char *format, const llambd
     else { ll_error(LLAMBDA_ERR_ARG, "chat: unknown format '%s' (llama3, chatml, gemma, gemma4)", f); return -1; }
     if (buf && b.len < size) buf[b.len] = 0;
     return b.len;
+}
+
+/* ------------------------------------------------------------------ reasoning */
+
+static int prefix_len(const char *buf, int n, const char *tag) {
+    /* longest suffix of buf that is a proper prefix of tag */
+    int tl = (int)strlen(tag);
+    for (int k = tl - 1 < n ? tl - 1 : n; k > 0; k--)
+        if (!memcmp(buf + n - k, tag, (size_t)k)) return k;
+    return 0;
+}
+
+void llambda_reasoning_feed(llambda_reasoning_split *s, const char *text, int len, bool flush,
+                            char *content, int *n_content, char *reasoning, int *n_reasoning) {
+    *n_content = *n_reasoning = 0;
+    /* work buffer: held bytes + new text */
+    char local[512], *buf = local;
+    int n = s->n_hold + len;
+    if (n > (int)sizeof local && !(buf = malloc((size_t)n))) return;
+    memcpy(buf, s->hold, (size_t)s->n_hold);
+    memcpy(buf + s->n_hold, text, (size_t)len);
+    s->n_hold = 0;
+    int i = 0;
+    while (i < n) {
+        const char *tag = s->in_think ? "</think>" : "<think>";
+        int tl = (int)strlen(tag);
+        const char *hit = memmem(buf + i, (size_t)(n - i), tag, (size_t)tl);
+        int end = hit ? (int)(hit - buf) : n;
+        int keep = hit || flush ? 0 : prefix_len(buf + i, end - i, tag);
+        int emit = end - i - keep;
+        if (s->in_think) { memcpy(reasoning + *n_reasoning, buf + i, (size_t)emit); *n_reasoning += emit; }
+        else { memcpy(content + *n_content, buf + i, (size_t)emit); *n_content += emit; }
+        if (hit) { s->in_think = !s->in_think; i = end + tl; continue; }
+        memcpy(s->hold, buf + end - keep, (size_t)keep);
+        s->n_hold = keep;
+        break;
+    }
+    if (buf != local) free(buf);
 }
