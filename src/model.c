@@ -51,6 +51,31 @@ llambda_status ll_hp_u32(llambda_model *m, const char *suffix, int required, int
     return LLAMBDA_OK;
 }
 
+llambda_status ll_hp_layers(llambda_model *m, const char *suffix, int required, int def, int *out) {
+    char key[160];
+    const llambda_gguf_value *v;
+    hp_lookup(m, suffix, &v, key, sizeof key);
+    int L = m->hp.n_layer;
+    if (!v) {
+        if (required) return ll_error(LLAMBDA_ERR_FORMAT, "missing required metadata key '%s'", key);
+        for (int l = 0; l < L; l++) out[l] = def;
+        return LLAMBDA_OK;
+    }
+    if (v->type == LLAMBDA_GGUF_ARRAY) {
+        if (v->count != (uint64_t)L || v->elem_type == LLAMBDA_GGUF_STRING || v->elem_type == LLAMBDA_GGUF_ARRAY ||
+            v->elem_type == LLAMBDA_GGUF_F32 || v->elem_type == LLAMBDA_GGUF_F64)
+            return ll_error(LLAMBDA_ERR_FORMAT, "metadata key '%s': array of %llu entries, expected %d integers (one per layer)",
+                            key, (unsigned long long)v->count, L);
+        for (int l = 0; l < L; l++) out[l] = (int)llambda_gguf_arr_num(v, (uint64_t)l);
+        return LLAMBDA_OK;
+    }
+    int found;
+    int64_t x = llambda_gguf_get_int(m->gguf, key, 0, &found);
+    if (found != 1) return ll_error(LLAMBDA_ERR_FORMAT, "metadata key '%s' has type %s, expected an integer", key, llambda_gguf_vtype_name(v->type));
+    for (int l = 0; l < L; l++) out[l] = (int)x;
+    return LLAMBDA_OK;
+}
+
 llambda_status ll_hp_f32(llambda_model *m, const char *suffix, int required, float def, float *out) {
     char key[160];
     const llambda_gguf_value *v;

@@ -123,6 +123,9 @@ struct llambda_model {
 /* ARCH.<suffix> as an unsigned count; per-layer arrays must be uniform. */
 llambda_status ll_hp_u32(llambda_model *m, const char *suffix, int required, int def, int *out);
 llambda_status ll_hp_f32(llambda_model *m, const char *suffix, int required, float def, float *out);
+/* ARCH.<suffix> as one int per layer: a scalar is copied to every layer; an array must
+ * have exactly n_layer integer or bool entries. */
+llambda_status ll_hp_layers(llambda_model *m, const char *suffix, int required, int def, int *out);
 /* Bind a tensor: shape [ne0, ne1] (ne1 = 0 for 1-D), a type that can be computed with. */
 llambda_status ll_bind(llambda_model *m, ll_weight *w, int required, int64_t ne0, int64_t ne1, const char *fmt, ...) LL_PRINTF(6, 7);
 /* Bind the shared dense-model globals: token_embd, output_norm, output (tied when absent). */
@@ -205,6 +208,12 @@ void ll_kv_store(struct llambda_context *c, int layer, const float *k, const flo
 void ll_attention(struct llambda_context *c, int layer, const float *q, int n_tok, int pos0, float *out);
 /* y = x / sqrt(mean(x^2) + eps), optionally times w, over rows of n (in place allowed) */
 void ll_rms_norm_rows(float *y, const float *x, const ll_weight *w, int n, int rows, float eps);
+/* Scalar activations as llama.cpp evaluates them: silu through the SIMD exp of its
+ * vector path; softplus and sigmoid through libm expf. */
+float ll_exp_simd(float x);
+static inline float ll_silu(float x) { return x / (1.0f + ll_exp_simd(-x)); }
+static inline float ll_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+static inline float ll_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 /* g = gelu(g) ⊙ u over one row, GELU through llama.cpp's f16 table */
 void ll_geglu(float *g, const float *u, int64_t n);
 /* out[n][E] = the routed experts' contribution; router_in feeds the router, x the experts */

@@ -7,33 +7,6 @@
 #include "../model.h"
 #include <stdio.h>
 
-/* ARCH.<suffix> as one int per layer: a scalar is copied to every layer, an array must
- * have exactly n_layer integer or bool entries. */
-static llambda_status layer_array(llambda_model *m, const char *suffix, int required, int def, int *out) {
-    char key[160];
-    snprintf(key, sizeof key, "gemma4.%s", suffix);
-    const llambda_gguf_value *v = llambda_gguf_get(m->gguf, key);
-    int L = m->hp.n_layer;
-    if (!v) {
-        if (required) return ll_error(LLAMBDA_ERR_FORMAT, "missing required metadata key '%s'", key);
-        for (int l = 0; l < L; l++) out[l] = def;
-        return LLAMBDA_OK;
-    }
-    if (v->type == LLAMBDA_GGUF_ARRAY) {
-        if (v->count != (uint64_t)L || v->elem_type == LLAMBDA_GGUF_STRING || v->elem_type == LLAMBDA_GGUF_ARRAY ||
-            v->elem_type == LLAMBDA_GGUF_F32 || v->elem_type == LLAMBDA_GGUF_F64)
-            return ll_error(LLAMBDA_ERR_FORMAT, "metadata key '%s': array of %llu entries, expected %d integers (one per layer)",
-                            key, (unsigned long long)v->count, L);
-        for (int l = 0; l < L; l++) out[l] = (int)llambda_gguf_arr_num(v, (uint64_t)l);
-        return LLAMBDA_OK;
-    }
-    int found;
-    int64_t x = llambda_gguf_get_int(m->gguf, key, 0, &found);
-    if (found != 1) return ll_error(LLAMBDA_ERR_FORMAT, "metadata key '%s' has type %s, expected an integer", key, llambda_gguf_vtype_name(v->type));
-    for (int l = 0; l < L; l++) out[l] = (int)x;
-    return LLAMBDA_OK;
-}
-
 static llambda_status gemma4_hparams(llambda_model *m) {
     ll_hparams *h = &m->hp;
     llambda_status st;
@@ -43,9 +16,9 @@ static llambda_status gemma4_hparams(llambda_model *m) {
     int L = h->n_layer;
     if ((st = ll_hp_u32(m, "attention.head_count", 1, 0, &h->n_head))) return st;
     if (h->n_head < 1) return ll_error(LLAMBDA_ERR_FORMAT, "gemma4.attention.head_count must be positive");
-    if ((st = layer_array(m, "feed_forward_length", 1, 0, h->n_ff_l)) ||
-        (st = layer_array(m, "attention.head_count_kv", 0, h->n_head, h->n_head_kv_l)) ||
-        (st = layer_array(m, "attention.sliding_window_pattern", 1, 0, h->swa_l))) return st;
+    if ((st = ll_hp_layers(m, "feed_forward_length", 1, 0, h->n_ff_l)) ||
+        (st = ll_hp_layers(m, "attention.head_count_kv", 0, h->n_head, h->n_head_kv_l)) ||
+        (st = ll_hp_layers(m, "attention.sliding_window_pattern", 1, 0, h->swa_l))) return st;
     int kl, vl, kls, vls, rot, rot_swa;
     if ((st = ll_hp_u32(m, "attention.key_length", 0, h->n_embd / h->n_head, &kl)) ||
         (st = ll_hp_u32(m, "attention.value_length", 0, h->n_embd / h->n_head, &vl)) ||

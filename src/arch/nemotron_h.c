@@ -6,27 +6,6 @@
 #include "../model.h"
 #include <stdio.h>
 
-static llambda_status layer_ints(llambda_model *m, const char *suffix, int def, int *out) {
-    char key[160];
-    snprintf(key, sizeof key, "%s.%s", m->arch_name, suffix);
-    const llambda_gguf_value *v = llambda_gguf_get(m->gguf, key);
-    int L = m->hp.n_layer;
-    if (!v) { for (int l = 0; l < L; l++) out[l] = def; return LLAMBDA_OK; }
-    if (v->type == LLAMBDA_GGUF_ARRAY) {
-        if (v->count != (uint64_t)L || v->elem_type == LLAMBDA_GGUF_STRING || v->elem_type == LLAMBDA_GGUF_ARRAY ||
-            v->elem_type == LLAMBDA_GGUF_F32 || v->elem_type == LLAMBDA_GGUF_F64)
-            return ll_error(LLAMBDA_ERR_FORMAT, "metadata key '%s': array of %llu entries, expected %d integers (one per layer)",
-                            key, (unsigned long long)v->count, L);
-        for (int l = 0; l < L; l++) out[l] = (int)llambda_gguf_arr_num(v, (uint64_t)l);
-        return LLAMBDA_OK;
-    }
-    int found;
-    int64_t x = llambda_gguf_get_int(m->gguf, key, 0, &found);
-    if (found != 1) return ll_error(LLAMBDA_ERR_FORMAT, "metadata key '%s' has type %s, expected an integer", key, llambda_gguf_vtype_name(v->type));
-    for (int l = 0; l < L; l++) out[l] = (int)x;
-    return LLAMBDA_OK;
-}
-
 static int is_moe(const llambda_model *m) { return !strcmp(m->arch_name, "nemotron_h_moe"); }
 
 static llambda_status nemotron_hparams(llambda_model *m) {
@@ -37,8 +16,8 @@ static llambda_status nemotron_hparams(llambda_model *m) {
     if (h->n_layer < 1 || h->n_layer > LL_MAX_LAYERS) return ll_error(LLAMBDA_ERR_FORMAT, "%s.block_count = %d is out of range", m->arch_name, h->n_layer);
     int L = h->n_layer;
     if ((st = ll_hp_u32(m, "attention.head_count", 0, 0, &h->n_head)) ||
-        (st = layer_ints(m, "attention.head_count_kv", h->n_head, h->n_head_kv_l)) ||
-        (st = layer_ints(m, "feed_forward_length", 0, h->n_ff_l)) ||
+        (st = ll_hp_layers(m, "attention.head_count_kv", 0, h->n_head, h->n_head_kv_l)) ||
+        (st = ll_hp_layers(m, "feed_forward_length", 0, 0, h->n_ff_l)) ||
         (st = ll_hp_f32(m, "attention.layer_norm_rms_epsilon", 1, 0, &h->eps)) ||
         (st = ll_hp_u32(m, "ssm.conv_kernel", 1, 0, &h->ssm_conv_k)) ||
         (st = ll_hp_u32(m, "ssm.inner_size", 1, 0, &h->ssm_d_inner)) ||

@@ -127,8 +127,6 @@ static llambda_status qwen3next_load(llambda_model *m) {
     return LLAMBDA_OK;
 }
 
-static float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
-
 /* Gated attention: q and a gate per head from one projection; q/k RMSNorm; partial NEOX
  * RoPE; GQA with 1/sqrt(D); output times sigmoid(gate). */
 static void attention_block(struct llambda_context *c, const ll_layer *Y, int l, int n, int pos) {
@@ -149,7 +147,7 @@ static void attention_block(struct llambda_context *c, const ll_layer *Y, int l,
     ll_rope(h, c->k, n, h->n_head_kv, D, kvd, h->n_rot, c->rope_cs);
     ll_kv_store(c, l, c->k, c->v, n, pos);
     ll_attention(c, l, c->q, n, pos, c->att);
-    for (size_t i = 0; i < (size_t)n * qd; i++) c->att[i] *= sigmoidf(gate[i]);
+    for (size_t i = 0; i < (size_t)n * qd; i++) c->att[i] *= ll_sigmoid(gate[i]);
     ll_matmul(c, &Y->wo, c->att, n, c->xb2);
 }
 
@@ -165,7 +163,7 @@ static void moe_block(struct llambda_context *c, const ll_layer *Y, int l, int n
     float *g = c->att;
     ll_matmul(c, &Y->gate_inp_shexp, c->xb, n, g);
     for (int t = 0; t < n; t++) {
-        float s = sigmoidf(g[t]);
+        float s = ll_sigmoid(g[t]);
         float *sh = c->hb2 + (size_t)t * E, *o = c->xb2 + (size_t)t * E;
         for (int i = 0; i < E; i++) o[i] += sh[i] * s;
     }

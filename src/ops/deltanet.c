@@ -1,14 +1,10 @@
 /* Gated DeltaNet mixer (qwen3next.md §3.1): qkv and gate projections, causal depthwise
- * conv (no bias) with SiLU, L2-normalised q and k, beta = sigmoid(b), decay from
- * ssm_a·softplus(a + dt_bias), the delta-rule update of a per-value-head S×S memory with
+ * conv (no bias) with SiLU, L2-normalised q and k, beta = ll_sigmoid(b), decay from
+ * ssm_a·ll_softplus(a + dt_bias), the delta-rule update of a per-value-head S×S memory with
  * the read-out after the update (scaled by 1/sqrt(S)), gated RMSNorm with SiLU(z), and
  * the output projection. Tokens are walked in order, so batching never changes the state. */
 #include "../model.h"
 
-float ll_exp_simd(float x);
-static float silu(float x) { return x / (1.0f + ll_exp_simd(-x)); }
-static float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
-static float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 /* x / max(||x||, eps), squares summed in double */
 static void l2_normalize(float *x, int n, float eps) {
@@ -63,7 +59,7 @@ void ll_deltanet(struct llambda_context *c, const ll_layer *Y, int layer, const 
             float sum = 0.0f;
             for (int k = 0; k < K - 1; k++) sum = fmaf(cs[(size_t)k * conv_dim + ch], w[k], sum);
             sum = fmaf(x[ch], w[K - 1], sum);
-            co[ch] = silu(sum);
+            co[ch] = ll_silu(sum);
         }
         if (K > 1) {
             memmove(cs, cs + conv_dim, (size_t)(K - 2) * conv_dim * sizeof *cs);
@@ -76,7 +72,7 @@ void ll_deltanet(struct llambda_context *c, const ll_layer *Y, int layer, const 
             int g = hv / r;
             /* b and a of value head hv, key-group-major: [b of the group's r heads, a of them] */
             float b = ba[g * 2 * r + (hv % r)], a = ba[g * 2 * r + r + (hv % r)];
-            float beta = sigmoid(b), decay = expf(A[hv] * softplus(a + dtb[hv]));
+            float beta = ll_sigmoid(b), decay = expf(A[hv] * ll_softplus(a + dtb[hv]));
             const float *kh = k + g * S, *qh = q + g * S, *vh = v + hv * S;
             float *Mh = M + (size_t)hv * S * S, *o = y + hv * S;
             for (size_t i = 0; i < (size_t)S * S; i++) Mh[i] *= decay;
@@ -88,11 +84,11 @@ void ll_deltanet(struct llambda_context *c, const ll_layer *Y, int layer, const 
                 kn->vec_dot[LLAMBDA_TYPE_F32](S, &rd, row, qh);
                 o[j] = rd * inv_sqrt_s;
             }
-            /* gated RMSNorm over the head: RMSNorm(o)·w ⊙ silu(z) */
+            /* gated RMSNorm over the head: RMSNorm(o)·w ⊙ ll_silu(z) */
             double ss = 0;
             for (int j = 0; j < S; j++) ss += (double)(o[j] * o[j]);
             float sc = 1.0f / sqrtf((float)(ss / S) + h->eps);
-            for (int j = 0; j < S; j++) o[j] = ((o[j] * sc) * nw[j]) * silu(z[hv * S + j]);
+            for (int j = 0; j < S; j++) o[j] = ((o[j] * sc) * nw[j]) * ll_silu(z[hv * S + j]);
         }
     }
     ll_matmul(c, &Y->ssm_out, ys, n, out);

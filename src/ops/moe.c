@@ -11,7 +11,6 @@
 
 /* softmax as ggml computes it: 16-wide blocks through the SIMD exp (summed per block,
  * added in double), the tail through expf; then scaled by 1/sum */
-float ll_exp_simd(float x);
 static void softmax_ggml(float *p, const float *x, int n) {
     float mx = -INFINITY;
     for (int i = 0; i < n; i++) mx = fmaxf(mx, x[i]);
@@ -36,7 +35,7 @@ static void route(const ll_moe *e, const float *logits, int n, float *probs, int
     for (int t = 0; t < n; t++) {
         const float *lg = logits + (size_t)t * X;
         float *p = probs + (size_t)t * X;
-        if (e->gating == LL_MOE_SIGMOID) for (int i = 0; i < X; i++) p[i] = 1.0f / (1.0f + expf(-lg[i]));
+        if (e->gating == LL_MOE_SIGMOID) for (int i = 0; i < X; i++) p[i] = ll_sigmoid(lg[i]);
         else softmax_ggml(p, lg, X);
         int32_t *st = sel + (size_t)t * K;
         float *wt = w + (size_t)t * K;

@@ -15,7 +15,6 @@ void ll_rms_norm(float *y, const float *x, const ll_weight *w, int n, float eps)
 /* exp(x) as llama.cpp's AVX-512 SiLU computes it, so FFN activations round the same way:
  * n = round(x·log2 e) through the 1.5·2^23 shift, b = x − n·ln2 in two parts, a degree-5
  * polynomial for e^b, then an exact scaling by 2^n (scalef). */
-float ll_exp_simd(float x);
 float ll_exp_simd(float x) {
     const float shift = 0x1.8p23f;
     float z = fmaf(x, 0x1.715476p+0f, shift);

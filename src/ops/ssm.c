@@ -7,9 +7,6 @@
  * lanes, fused accumulation, halves reduced), so results match its CPU kernel. */
 #include "../model.h"
 
-float ll_exp_simd(float x);
-static float silu(float x) { return x / (1.0f + ll_exp_simd(-x)); }
-static float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 
 void ll_mamba2(struct llambda_context *c, const ll_layer *Y, int layer, const float *u, int n, float *out) {
     const ll_hparams *h = &c->m->hp;
@@ -29,7 +26,7 @@ void ll_mamba2(struct llambda_context *c, const ll_layer *Y, int layer, const fl
             float sum = 0.0f;
             for (int k = 0; k < K - 1; k++) sum = fmaf(cs[(size_t)k * CH + ch], w[k], sum);
             sum = fmaf(xbc[ch], w[K - 1], sum);
-            xs[ch] = silu(sum + cb[ch]);
+            xs[ch] = ll_silu(sum + cb[ch]);
         }
         if (K > 1) {
             memmove(cs, cs + CH, (size_t)(K - 2) * CH * sizeof *cs);
@@ -37,7 +34,7 @@ void ll_mamba2(struct llambda_context *c, const ll_layer *Y, int layer, const fl
         }
         const float *x = xs, *B = xs + d_in, *C = xs + d_in + G * N;
         for (int hh = 0; hh < H; hh++) {
-            float dsp = softplus(dt[hh] + dtb[hh]);
+            float dsp = ll_softplus(dt[hh] + dtb[hh]);
             float dA = expf(dsp * A[hh]);
             int g = hh / heads_per_group;
             const float *Bg = B + (size_t)g * N, *Cg = C + (size_t)g * N;
@@ -60,7 +57,7 @@ void ll_mamba2(struct llambda_context *c, const ll_layer *Y, int layer, const fl
                 y[ii] = sum + x[ii] * D[hh];
             }
         }
-        /* gate: y ⊙ silu(z), written into z, then the grouped norm */
+        /* gate: y ⊙ ll_silu(z), written into z, then the grouped norm */
         ll_swiglu(z, y, d_in);
         ll_rms_norm_rows(y, z, NULL, d_in / G, G, h->eps);
         const float *nw = (const float *)Y->ssm_norm.data;
