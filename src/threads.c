@@ -8,7 +8,16 @@
 #include <stdlib.h>
 #include <sched.h>
 
-#define SPIN_ITERS 20000
+#define SPIN_ITERS 200000
+
+/* a polite busy-wait step: tells the core we are spinning, no syscall */
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
 
 struct ll_pool {
     int n;
@@ -35,7 +44,7 @@ static void *worker(void *a) {
         unsigned g;
         int spins = 0;
         while ((g = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen && !atomic_load(&p->stop)) {
-            if (++spins < SPIN_ITERS) continue;
+            if (++spins < SPIN_ITERS) { cpu_relax(); continue; }
             pthread_mutex_lock(&p->mu);
             while (atomic_load(&p->generation) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->wake, &p->mu);
             pthread_mutex_unlock(&p->mu);
@@ -79,7 +88,10 @@ void ll_pool_run(ll_pool *p, ll_task_fn fn, void *arg) {
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     fn(arg, 0, p->n);
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) sched_yield();
+    for (int spins = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0; spins++) {
+        if (spins < SPIN_ITERS) cpu_relax();
+        else sched_yield();
+    }
     pthread_mutex_unlock(&p->run_lock);
 }
 
