@@ -4,6 +4,7 @@
  * output element is one vec_dot call whatever the thread count or batch size, so the
  * results are bitwise independent of both. */
 #include "../model.h"
+#include <stdatomic.h>
 
 typedef struct matmul_job {
     const ll_weight *w;
@@ -14,15 +15,30 @@ typedef struct matmul_job {
     ll_vec_dot_fn dot;
     ll_vec_dot_x8_fn dot8;
     ll_vec_dot_x8_t4_fn dot8t4;
+    atomic_long next_tile;      /* tiles are handed out as threads ask: the fast finish the rest */
 } matmul_job;
 
 #define ROW_TILE 8
 
+#define TILES_PER_GRAB 4
+
 static void matmul_task(void *arg, int ith, int nth) {
-    const matmul_job *j = arg;
+    matmul_job *j = arg;
     int64_t rows = j->w->rows;
     int64_t n_tiles = (rows + ROW_TILE - 1) / ROW_TILE;
-    int64_t t0 = n_tiles * ith / nth, t1 = n_tiles * (ith + 1) / nth;
+    /* one token: each thread streams one contiguous part of the weights (prefetch-friendly);
+     * a batch: compute-bound, so tiles go to whichever thread is free */
+    int dynamic = j->n_tok > 1, done = 0;
+    for (;;) {
+    int64_t t0, t1;
+    if (dynamic) {
+        t0 = atomic_fetch_add_explicit(&j->next_tile, TILES_PER_GRAB, memory_order_relaxed);
+        if (t0 >= n_tiles) break;
+        t1 = t0 + TILES_PER_GRAB < n_tiles ? t0 + TILES_PER_GRAB : n_tiles;
+    } else {
+        if (done++) break;
+        t0 = n_tiles * ith / nth; t1 = n_tiles * (ith + 1) / nth;
+    }
     for (int64_t tile = t0; tile < t1; tile++) {
         int64_t r0 = tile * ROW_TILE, r1 = r0 + ROW_TILE < rows ? r0 + ROW_TILE : rows;
         int t = 0;
@@ -41,6 +57,7 @@ static void matmul_task(void *arg, int ith, int nth) {
                 j->dot(j->w->cols, &yt[r], j->w->data + (size_t)r * j->w->row_bytes, xq);
         }
     }
+    }
 }
 
 void ll_matmul(struct llambda_context *c, const ll_weight *w, const float *x, int n_tok, float *y) {
@@ -48,7 +65,7 @@ void ll_matmul(struct llambda_context *c, const ll_weight *w, const float *x, in
     int vdt = ll_vec_dot_type(w->type);
     size_t xq_row = (size_t)llambda_type_row_bytes(vdt, w->cols);
     for (int t = 0; t < n_tok; t++) k->from_float[vdt](x + (size_t)t * (size_t)w->cols, c->qbuf + (size_t)t * xq_row, w->cols);
-    matmul_job j = {w, c->qbuf, xq_row, n_tok, y, k->vec_dot[w->type], k->vec_dot_x8[w->type], k->vec_dot_x8_t4[w->type]};
+    matmul_job j = {w, c->qbuf, xq_row, n_tok, y, k->vec_dot[w->type], k->vec_dot_x8[w->type], k->vec_dot_x8_t4[w->type], 0};
     ll_pool_run(c->pool, matmul_task, &j);
 }
 
