@@ -30,6 +30,7 @@ typedef struct ll_moe {
     const float *down_scale;           /* [X] per-expert output scale, or NULL */
     const float *sel_bias;             /* [X] added to probabilities only to choose, or NULL */
     int n_expert, n_used, n_ff;
+    int n_group, n_group_used;         /* group-limited routing when n_group > 1 */
     int gating, act, norm_weights;
     float weight_scale;                /* 0 or 1: none */
 } ll_moe;
@@ -73,6 +74,7 @@ typedef struct ll_hparams {
     int n_swa;                         /* sliding window (keys per query, incl. itself) */
     int n_embd_per_layer;              /* per-layer input width P (gemma4), 0 if none */
     int n_expert, n_expert_used, n_ff_exp; /* routed experts (0: dense) */
+    int ssm_n_group_moe, n_group_used_moe; /* expert groups for group-limited routing (0: none) */
     /* Mamba-2 (nemotron_h): conv kernel K, inner size, state size N, groups, heads */
     int ssm_conv_k, ssm_d_inner, ssm_d_state, ssm_n_group, ssm_n_head;
     int kind_l[LL_MAX_LAYERS];         /* LL_LAYER_* */
@@ -216,6 +218,8 @@ static inline float ll_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)
 static inline float ll_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 /* g = gelu(g) ⊙ u over one row, GELU through llama.cpp's f16 table */
 void ll_geglu(float *g, const float *u, int64_t n);
+/* Router alone: probabilities [n][X], chosen experts and weights [n][n_used]. */
+void ll_moe_route(const ll_moe *e, const float *logits, int n, float *probs, int32_t *sel, float *w);
 /* out[n][E] = the routed experts' contribution; router_in feeds the router, x the experts */
 void ll_moe_forward(struct llambda_context *c, const ll_moe *e, const float *router_in, const float *x, int n, float *out);
 /* Mamba-2 mixer for n tokens of normalised input u [n][E]; out [n][E]; state advances. */

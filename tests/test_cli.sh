@@ -59,7 +59,7 @@ check "cli: unknown command exits 2" test $rc -eq 2
 
 # models generated here, with other shapes: invariance across batch sizes and ISAs
 toks40=$(seq -s, 3 3 120)
-for preset in tiny tiny-qwen2 tiny-gemma4 tiny-nemotron-h-moe tiny-nemotron-h tiny-qwen3next; do
+for preset in tiny tiny-qwen2 tiny-gemma4 tiny-nemotron-h-moe tiny-nemotron-h-moe-groups tiny-nemotron-h tiny-qwen3next; do
     for ty in F32 Q4_K_M Q8_0; do
         "$L" synth --preset $preset --type $ty -o "$T/s.gguf" 2>/dev/null
         "$L" eval -m "$T/s.gguf" --tokens "$toks40" -n 8 --logits-out "$T/a.f32" > "$T/a.json"

@@ -2,6 +2,7 @@
  * softmax of the filtered logits (chi-square), and penalties change exactly the tokens
  * they should. */
 #include "harness.h"
+#include "model.h"   /* internal: the expert router */
 #include <math.h>
 
 #define V 12
@@ -126,6 +127,27 @@ int main(void) {
         llambda_sampler_add_history(s, three, 3);
         CHECK(llambda_sampler_sample(s, logits) == 0, "neutral penalties changed the choice");
         llambda_sampler_free(s);
+    }
+    TEST("experts: sigmoid router, selection bias, group-limited top-k, normalised and scaled weights") {
+        ll_moe e = {0};
+        e.n_expert = 8; e.n_used = 2; e.gating = LL_MOE_SIGMOID; e.norm_weights = 1; e.weight_scale = 2.5f;
+        /* groups of 2: {0,1} {2,3} {4,5} {6,7}. Expert 0 is best alone, but group {2,3} and
+         * {6,7} have the best pair sums: with 2 of 4 groups, experts come from those. */
+        float lg[8] = {3.0f, -4.0f, 2.0f, 2.0f, -4.0f, -4.0f, 1.5f, 1.9f}, probs[8], w[2];
+        int32_t sel[2];
+        ll_moe_route(&e, lg, 1, probs, sel, w);
+        CHECK(sel[0] == 0 && (sel[1] == 2 || sel[1] == 3), "ungrouped picks %d %d", sel[0], sel[1]);
+        e.n_group = 4; e.n_group_used = 2;
+        ll_moe_route(&e, lg, 1, probs, sel, w);
+        CHECK(sel[0] == 2 && sel[1] == 3, "grouped picks %d %d", sel[0], sel[1]);
+        CHECK(fabsf(w[0] + w[1] - 2.5f) < 1e-6f && fabsf(w[0] - w[1]) < 1e-6f, "weights %g %g", w[0], w[1]);
+        /* the selection bias chooses, but the weights use the unbiased probabilities */
+        float bias[8] = {0, 0, 0, 0, 0, 0, 0, 5.0f};
+        e.n_group = 0; e.sel_bias = bias;
+        ll_moe_route(&e, lg, 1, probs, sel, w);
+        CHECK(sel[0] == 7 && sel[1] == 0, "biased picks %d %d", sel[0], sel[1]);
+        float p7 = 1.0f / (1.0f + expf(-1.9f)), p0 = 1.0f / (1.0f + expf(-3.0f));
+        CHECK(fabsf(w[0] - 2.5f * p7 / (p7 + p0)) < 1e-5f, "biased weight %g", w[0]);
     }
     TEST("chat: <think> reasoning split across arbitrary pieces") {
         const char *pieces[] = {"Hi <thi", "nk>step one", ", step two</th", "i", "nk>The answer", " is <", "b>42</b>", "<think"};

@@ -76,6 +76,7 @@ static const hybrid hybrids[] = {
     {"nemotron-3-nano-30b-a3b", "nemotron_h_moe", "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
      2688, 52, 32, 2, 128, 0, 131072, 4096, 128, 8, 64, 4, 128, 6, 1856, 3712, 0, 10000.f, 1e-5f, 2.5f},
     {"tiny-nemotron-h-moe", "nemotron_h_moe", "MEM*EME", 128, 7, 4, 2, 32, 0, 1024, 256, 32, 2, 8, 4, 8, 3, 64, 128, 0, 10000.f, 1e-5f, 2.5f},
+    {"tiny-nemotron-h-moe-groups", "nemotron_h_moe", "ME*E", 128, 4, 4, 2, 32, 0, 1024, 256, 32, 2, 8, 4, 16, 4, 32, 64, 0, 10000.f, 1e-5f, 1.f},
     {"tiny-nemotron-h", "nemotron_h", "M-M*-M", 128, 6, 4, 1, 32, 0, 1024, 256, 32, 4, 8, 3, 0, 0, 192, 0, 0, 10000.f, 1e-5f, 0.f},
     {"qwen3-next-80b-a3b", "qwen3next", NULL, 2048, 48, 16, 2, 256, 64, 151936, 4096, 128, 16, 32, 4, 512, 10, 512, 512, 4, 1e7f, 1e-6f, 0.f},
     {"tiny-qwen3next", "qwen3next", NULL, 128, 6, 4, 1, 48, 16, 1024, 192, 32, 2, 6, 4, 10, 3, 64, 32, 3, 1e7f, 1e-6f, 0.f},
@@ -333,6 +334,9 @@ static int synth_hybrid(llambda_gguf_writer *w, fill_ctx *fcs, int *nf, const hy
         if (hy->X) {
             llambda_gguf_set_bool(w, K("expert_weights_norm"), true);
             llambda_gguf_set_f32(w, K("expert_weights_scale"), hy->w_scale);
+            /* the "-groups" preset routes within 4 groups, keeping 2 */
+            llambda_gguf_set_u32(w, K("expert_group_count"), strstr(hy->name, "groups") ? 4u : 1u);
+            llambda_gguf_set_u32(w, K("expert_group_used_count"), strstr(hy->name, "groups") ? 2u : 1u);
         }
     } else {
         llambda_gguf_set_u32(w, K("attention.head_count_kv"), (uint32_t)hy->Hkv);

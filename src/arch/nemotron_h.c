@@ -37,9 +37,14 @@ static llambda_status nemotron_hparams(llambda_model *m) {
             (st = ll_hp_u32(m, "expert_feed_forward_length", 0, 0, &h->n_ff_exp))) return st;
         if (h->n_expert < 1 || h->n_expert_used < 1 || h->n_expert_used > h->n_expert || h->n_ff_exp < 1)
             return ll_error(LLAMBDA_ERR_FORMAT, "%s: %d experts, %d used, expert ff %d", m->arch_name, h->n_expert, h->n_expert_used, h->n_ff_exp);
-        int groups = 0;
-        if ((st = ll_hp_u32(m, "expert_group_count", 0, 0, &groups))) return st;
-        if (groups > 1) return ll_error(LLAMBDA_ERR_UNSUPPORTED, "%s: group-limited expert routing (%d groups) is not implemented", m->arch_name, groups);
+        int groups = 0, groups_used = 0;
+        if ((st = ll_hp_u32(m, "expert_group_count", 0, 0, &groups)) || (st = ll_hp_u32(m, "expert_group_used_count", 0, 0, &groups_used))) return st;
+        if (groups > 1 && (groups > 64 || h->n_expert % groups || groups_used < 1 || groups_used > groups ||
+                           groups_used * (h->n_expert / groups) < h->n_expert_used))
+            return ll_error(LLAMBDA_ERR_FORMAT, "%s: %d expert groups with %d used cannot route %d of %d experts", m->arch_name,
+                            groups, groups_used, h->n_expert_used, h->n_expert);
+        h->ssm_n_group_moe = groups > 1 ? groups : 0;
+        h->n_group_used_moe = groups_used;
     }
     int n_attn = 0;
     for (int l = 0; l < L; l++) {
@@ -116,6 +121,7 @@ static llambda_status nemotron_load(llambda_model *m) {
                 e->sel_bias = (const float *)bias.data;
                 e->n_expert = X; e->n_used = h->n_expert_used; e->n_ff = FX;
                 e->gating = LL_MOE_SIGMOID; e->act = LL_ACT_RELU2;
+                e->n_group = h->ssm_n_group_moe; e->n_group_used = h->n_group_used_moe;
                 e->norm_weights = llambda_gguf_get_bool(m->gguf, "nemotron_h_moe.expert_weights_norm", false);
                 if ((st = ll_hp_f32(m, "expert_weights_scale", 0, 0.f, &e->weight_scale))) return st;
             } else {

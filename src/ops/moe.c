@@ -30,7 +30,7 @@ static void softmax_ggml(float *p, const float *x, int n) {
 }
 
 /* Choose and weight the experts of n tokens from router logits [n][X]. */
-static void route(const ll_moe *e, const float *logits, int n, float *probs, int32_t *sel, float *w) {
+void ll_moe_route(const ll_moe *e, const float *logits, int n, float *probs, int32_t *sel, float *w) {
     int X = e->n_expert, K = e->n_used;
     for (int t = 0; t < n; t++) {
         const float *lg = logits + (size_t)t * X;
@@ -39,6 +39,28 @@ static void route(const ll_moe *e, const float *logits, int n, float *probs, int
         else softmax_ggml(p, lg, X);
         int32_t *st = sel + (size_t)t * K;
         float *wt = w + (size_t)t * K;
+        /* group-limited routing: score each group of consecutive experts by the sum of its
+         * two best selection scores, keep the best n_group_used groups, mask the rest */
+        uint64_t allowed = ~0ull;
+        if (e->n_group > 1) {
+            int per = X / e->n_group;
+            float gs[64];
+            for (int g = 0; g < e->n_group; g++) {
+                float b1 = -INFINITY, b2 = -INFINITY;
+                for (int i = g * per; i < (g + 1) * per; i++) {
+                    float v = p[i] + (e->sel_bias ? e->sel_bias[i] : 0.0f);
+                    if (v > b1) { b2 = b1; b1 = v; } else if (v > b2) b2 = v;
+                }
+                gs[g] = b1 + (per > 1 ? b2 : 0.0f);
+            }
+            allowed = 0;
+            for (int k = 0; k < e->n_group_used; k++) {
+                int bg = -1;
+                for (int g = 0; g < e->n_group; g++)
+                    if (!(allowed >> g & 1) && (bg < 0 || gs[g] > gs[bg])) bg = g;
+                allowed |= 1ull << bg;
+            }
+        }
         /* top-k by (probability + optional selection bias), descending; ties to the lower id */
         for (int k = 0; k < K; k++) {
             int best = -1;
@@ -47,6 +69,7 @@ static void route(const ll_moe *e, const float *logits, int n, float *probs, int
                 int taken = 0;
                 for (int j = 0; j < k; j++) taken |= st[j] == i;
                 if (taken) continue;
+                if (e->n_group > 1 && !(allowed >> (i / (X / e->n_group)) & 1)) continue;
                 float v = p[i] + (e->sel_bias ? e->sel_bias[i] : 0.0f);
                 if (best < 0 || v > bv) { best = i; bv = v; }
             }
@@ -86,7 +109,7 @@ void ll_moe_forward(struct llambda_context *c, const ll_moe *e, const float *rou
     float *logits = c->moe_logits, *probs = c->moe_probs, *w = c->moe_w, *eo = c->moe_out;
     int32_t *sel = c->moe_sel;
     ll_matmul(c, &e->router, router_in, n, logits);
-    route(e, logits, n, probs, sel, w);
+    ll_moe_route(e, logits, n, probs, sel, w);
     float *xg = c->moe_in, *hg = c->moe_h, *ug = c->moe_u, *dg = c->moe_d;
     int *rows = c->moe_rows;
     for (int ex = 0; ex < X; ex++) {
