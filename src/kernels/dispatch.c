@@ -16,6 +16,8 @@ static void choose(void) {
     if (want && strcmp(want, "scalar") != 0 && strcmp(want, "avx2") != 0 && strcmp(want, "avx512") != 0)
         fprintf(stderr, "llambda: LLAMBDA_ISA=%s unknown (scalar, avx2); using the best available\n", want);
     if (want && strcmp(want, "scalar") == 0) return;
+    if (want && strcmp(want, "avx512") == 0)
+        fprintf(stderr, "llambda: LLAMBDA_ISA=avx512: there are no AVX-512 kernels yet; using %s\n", avx2 ? "avx2" : "scalar");
     if (avx2) ll_kernels_avx2(&kernels);
     else if (want && strcmp(want, "avx2") == 0) fprintf(stderr, "llambda: this CPU lacks AVX2; using scalar kernels\n");
 #else
