@@ -241,6 +241,12 @@ const char *llambda_model_chat_template(const llambda_model *m); /* NULL if none
 /* Access to the underlying file (metadata, tensors). */
 const llambda_gguf *llambda_model_gguf(const llambda_model *m);
 
+/* Diagnostics: time the projection `tensor` (a 2-D weight) applied to n_tok random
+ * activation rows on n_threads threads, reps times; returns the best wall time per run in
+ * seconds through *seconds. */
+llambda_status llambda_bench_projection(llambda_model *m, const char *tensor, int n_tok, int n_threads, int reps,
+                                        double *seconds, int64_t *rows, int64_t *cols, uint64_t *weight_bytes);
+
 /* ------------------------------------------------------------------ tokenizer */
 
 /* Tokenize text. add_special: add BOS/EOS as the model says; parse_special: turn

@@ -269,3 +269,39 @@ const float *llambda_get_logits(const llambda_context *c, int i) {
     if (c->p.logits == LLAMBDA_LOGITS_ALL) return c->logits + (size_t)i * (size_t)c->m->hp.n_vocab;
     return i == n - 1 ? c->logits : NULL;
 }
+
+llambda_status llambda_bench_projection(llambda_model *m, const char *tensor, int n_tok, int n_threads, int reps,
+                                        double *seconds, int64_t *rows, int64_t *cols, uint64_t *weight_bytes) {
+    const llambda_gguf_tensor *t = llambda_gguf_find_tensor(m->gguf, tensor);
+    if (!t) return ll_error(LLAMBDA_ERR_ARG, "bench-proj: no tensor named '%s'", tensor);
+    if (t->n_dims != 2 || ll_vec_dot_type(t->type) < 0)
+        return ll_error(LLAMBDA_ERR_ARG, "bench-proj: '%s' is not a 2-D weight llambda multiplies with", tensor);
+    if (n_tok < 1 || n_tok > 4096 || reps < 1) return ll_error(LLAMBDA_ERR_ARG, "bench-proj: bad token count or repetitions");
+    ll_weight w = {t->name, t->type, t->ne[0], t->ne[1], 1, (size_t)llambda_type_row_bytes(t->type, t->ne[0]), t->data};
+    /* a minimal context: pool, activation scratch */
+    llambda_context c;
+    memset(&c, 0, sizeof c);
+    c.m = m;
+    c.pool = ll_pool_create(n_threads > 0 ? n_threads : m->n_threads);
+    c.qbuf_row = (size_t)t->ne[0] * 4 + 512;
+    c.qbuf = malloc((size_t)n_tok * c.qbuf_row);
+    float *x = malloc((size_t)n_tok * (size_t)t->ne[0] * 4), *y = malloc((size_t)n_tok * (size_t)t->ne[1] * 4);
+    llambda_status st = LLAMBDA_OK;
+    if (!c.pool || !c.qbuf || !x || !y) st = ll_error(LLAMBDA_ERR_NOMEM, "bench-proj: out of memory");
+    else {
+        uint64_t r = 7;
+        for (size_t i = 0; i < (size_t)n_tok * (size_t)t->ne[0]; i++) { r = r * 6364136223846793005ull + 1; x[i] = (float)((int)(r >> 40) % 2001 - 1000) / 1000.f; }
+        double best = 1e30;
+        ll_matmul(&c, &w, x, n_tok, y);   /* warm-up */
+        for (int k = 0; k < reps; k++) {
+            double t0 = ll_time_seconds();
+            ll_matmul(&c, &w, x, n_tok, y);
+            double dt = ll_time_seconds() - t0;
+            if (dt < best) best = dt;
+        }
+        *seconds = best; *rows = t->ne[1]; *cols = t->ne[0]; *weight_bytes = t->nbytes;
+    }
+    ll_pool_free(c.pool);
+    free(c.qbuf); free(x); free(y);
+    return st;
+}

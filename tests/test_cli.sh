@@ -92,6 +92,10 @@ check "cli: a quantized model runs" test $? -eq 0
 check "cli: bench -o json has n_prompt, n_gen, avg_ts, stddev_ts" sh -c "grep -q '\"n_prompt\": 16' \"$T/bench.json\" && grep -q '\"n_gen\": 8' \"$T/bench.json\" && grep -q avg_ts \"$T/bench.json\" && grep -q stddev_ts \"$T/bench.json\""
 check "cli: bench table" sh -c "\"$L\" bench -m \"$F/models/tiny-llama31-Q4_K_M.gguf\" -p 8 -n 4 -r 1 | grep -q '| pp8 |'"
 
+check "cli: bench-proj times one projection" sh -c "\"$L\" bench-proj -m \"$F/models/tiny-llama31-Q4_K_M.gguf\" blk.0.ffn_up.weight -r 3 | grep -q 'ms/run, .* GFLOP/s, .* GB/s'"
+"$L" bench-proj -m "$F/models/tiny-llama31-Q4_K_M.gguf" blk.0.attn_norm.weight 2>"$T/bp"; rc=$?
+check "cli: bench-proj refuses a vector" sh -c "[ $rc -ne 0 ] && grep -q 'not a 2-D weight' \"$T/bp\""
+
 # chat keeps the conversation: two turns through the REPL
 printf 'Hello\nTell me more\n' | "$L" chat -m "$F/models/tiny-qwen25-Q8_0.gguf" -n 8 --temp 0 > "$T/chat.txt" 2>"$T/chat.err"; rc=$?
 check "cli: chat answers two turns from stdin" sh -c "[ $rc -eq 0 ] && [ \$(wc -l < \"$T/chat.txt\") -ge 2 ]"

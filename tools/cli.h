@@ -12,4 +12,5 @@ int cmd_quantize(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_bench_proj(int argc, char **argv);
 #endif

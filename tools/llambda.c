@@ -16,7 +16,8 @@ static void usage(void) {
         "  tensor   FILE NAME [-o OUT.f32]               dequantize one tensor\n"
         "  quantize IN.gguf OUT.gguf TYPE               Q8_0 Q4_0 Q4_K_M Q5_K_M Q6_K F16 BF16\n"
         "  synth    --preset NAME -o OUT.gguf [--type T] random-weight model with real shapes\n"
-        "  bench    -m MODEL [-p 512] [-n 128] [-t T] [-r R] [-o md|json]\n\n"
+        "  bench    -m MODEL [-p 512] [-n 128] [-t T] [-r R] [-o md|json]\n"
+        "  bench-proj -m MODEL TENSOR [-n TOKENS] [-t T] [-r R]   time one projection\n\n"
         "run 'llambda COMMAND --help' for a command's options.\n");
 }
 
@@ -33,6 +34,7 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "synth")) return cmd_synth(argc - 1, argv + 1);
     if (!strcmp(c, "bench")) return cmd_bench(argc - 1, argv + 1);
     if (!strcmp(c, "serve")) return cmd_serve(argc - 1, argv + 1);
+    if (!strcmp(c, "bench-proj")) return cmd_bench_proj(argc - 1, argv + 1);
     if (!strcmp(c, "--version")) { printf("llambda %s\n", LLAMBDA_VERSION); return 0; }
     fprintf(stderr, "llambda: unknown command '%s'\n", c);
     usage();

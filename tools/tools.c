@@ -599,3 +599,34 @@ int cmd_bench(int argc, char **argv) {
     llambda_model_free(m);
     return 0;
 }
+
+/* ------------------------------------------------------------------ bench-proj */
+
+int cmd_bench_proj(int argc, char **argv) {
+    const char *model = NULL, *tensor = NULL;
+    int threads = 0, reps = 20, ntok = 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-m") && i + 1 < argc) model = argv[++i];
+        else if (!strcmp(argv[i], "-t") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-n") && i + 1 < argc) ntok = atoi(argv[++i]);
+        else if (!tensor && argv[i][0] != '-') tensor = argv[i];
+        else { tensor = NULL; break; }
+    }
+    if (!model || !tensor) { fprintf(stderr, "usage: llambda bench-proj -m MODEL TENSOR [-n TOKENS] [-t THREADS] [-r REPS]\n"); return 2; }
+    llambda_model_params mp = llambda_model_default_params();
+    mp.n_threads = threads;
+    llambda_model *m;
+    if (llambda_model_load(model, &mp, &m)) { fprintf(stderr, "llambda: %s\n", llambda_last_error()); return 1; }
+    double s; int64_t rows, cols; uint64_t bytes;
+    if (llambda_bench_projection(m, tensor, ntok, threads, reps, &s, &rows, &cols, &bytes)) {
+        fprintf(stderr, "llambda: %s\n", llambda_last_error());
+        llambda_model_free(m);
+        return 1;
+    }
+    printf("%s [%lld x %lld], %d token(s), %s kernels: %.3f ms/run, %.2f GFLOP/s, %.2f GB/s of weights\n", tensor,
+           (long long)cols, (long long)rows, ntok, llambda_isa(), s * 1e3, 2.0 * (double)rows * (double)cols * ntok / s / 1e9,
+           (double)bytes / s / 1e9);
+    llambda_model_free(m);
+    return 0;
+}
