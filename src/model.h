@@ -25,7 +25,8 @@ enum { LL_ACT_SILU = 0, LL_ACT_GELU = 1, LL_ACT_RELU2 = 2 };
 typedef struct ll_moe {
     ll_weight router;                  /* [n_embd, X] */
     ll_weight gate_up;                 /* [n_embd, 2*FX, X] fused gate then up, or: */
-    ll_weight gate, up;                /* [n_embd, FX, X] each (up absent for ReLU² experts) */
+    ll_weight gate, up;                /* [n_embd, FX, X] each; ReLU² experts (no gate) keep their
+                                          single input projection in `gate` and leave `up` empty */
     ll_weight down;                    /* [FX, n_embd, X] */
     const float *down_scale;           /* [X] per-expert output scale, or NULL */
     const float *sel_bias;             /* [X] added to probabilities only to choose, or NULL */

@@ -53,6 +53,7 @@ static llambda_status qwen3next_hparams(llambda_model *m) {
     for (int l = 0; l < h->n_layer; l++) {
         int attn = (l + 1) % interval == 0;
         h->kind_l[l] = attn ? LL_LAYER_ATTN : LL_LAYER_DELTANET;
+        /* n_ff_l holds the shared expert's width: the only dense FFN in this architecture */
         h->head_dim_l[l] = D; h->n_head_kv_l[l] = h->n_head_kv; h->n_ff_l[l] = Fs; h->n_rot_l[l] = h->n_rot;
         h->swa_l[l] = 0; h->rope_base_l[l] = h->rope_base; h->rope_freqs_l[l] = NULL;
         h->kv_src_l[l] = attn ? l : -1;
