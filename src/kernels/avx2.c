@@ -347,6 +347,52 @@ static void dot_q6_K(int64_t n, float *s, const void *w, const void *x) {
     *s = hsum8(acc);
 }
 
+/* Eight Q6_K rows against four activation rows (prefill). Each (row, token) keeps the
+ * 8-lane float accumulator of dot_q6_K and adds d·sumi per block exactly as it does; what
+ * is shared is the unpacking of each weight block (once for four tokens) and the 32·y
+ * pair sums (once for eight rows). */
+static void dot_q6_K_x8_t4(int64_t n, float *out, size_t out_stride, const void *w, size_t stride,
+                           const void *x, size_t x_stride) {
+    const uint8_t *wb = w;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3), m32 = _mm256_set1_epi8(32);
+    __m256 acc[4][8];
+    for (int t = 0; t < 4; t++) for (int r = 0; r < 8; r++) acc[t][r] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        const block_q8_K *y[4];
+        for (int t = 0; t < 4; t++) y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
+        __m256i q8s[4][8];   /* 32·y pair sums per token and 32-group */
+        for (int t = 0; t < 4; t++)
+            for (int g = 0; g < 8; g++) q8s[t][g] = mul_u8_i8_pairs(m32, _mm256_loadu_si256((const __m256i *)(y[t]->qs + 32 * g)));
+        for (int r = 0; r < 8; r++) {
+            const block_q6_K *a = (const block_q6_K *)(wb + (size_t)r * stride) + i;
+            __m256i q[8], sc[8];
+            for (int h = 0; h < 2; h++) {
+                __m256i l0 = _mm256_loadu_si256((const __m256i *)(a->ql + 64 * h));
+                __m256i l1 = _mm256_loadu_si256((const __m256i *)(a->ql + 64 * h + 32));
+                __m256i hb = _mm256_loadu_si256((const __m256i *)(a->qh + 32 * h));
+                q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(hb, m3), 4));
+                q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m3), 4));
+                q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m3), 4));
+                q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m3), 4));
+                for (int t4 = 0; t4 < 4; t4++)
+                    sc[4 * h + t4] = _mm256_set_m128i(_mm_set1_epi16((short)a->scales[8 * h + 2 * t4 + 1]), _mm_set1_epi16((short)a->scales[8 * h + 2 * t4]));
+            }
+            float xd = LL_FP16(a->d);
+            for (int t = 0; t < 4; t++) {
+                __m256i sumi = _mm256_setzero_si256();
+                for (int g = 0; g < 8; g++) {
+                    __m256i yv = _mm256_loadu_si256((const __m256i *)(y[t]->qs + 32 * g));
+                    __m256i pr = _mm256_sub_epi16(mul_u8_i8_pairs(q[g], yv), q8s[t][g]);
+                    sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pr, sc[g]));
+                }
+                acc[t][r] = _mm256_fmadd_ps(_mm256_set1_ps(y[t]->d * xd), _mm256_cvtepi32_ps(sumi), acc[t][r]);
+            }
+        }
+    }
+    for (int t = 0; t < 4; t++)
+        for (int r = 0; r < 8; r++) out[(size_t)t * out_stride + r] = hsum8(acc[t][r]);
+}
+
 /* Q8_0 activations, vectorized: the same d, the same round-half-even of x·127/amax. */
 static void quantize_row_q8_0(const float *x, void *dst, int64_t n) {
     block_q8_0 *y = dst;
@@ -414,6 +460,7 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->vec_dot[LLAMBDA_TYPE_Q4_K] = ll_avx2_dot_q4_K;
     k->vec_dot_x8[LLAMBDA_TYPE_Q4_K] = dot_q4_K_x8;
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q4_K] = dot_q4_K_x8_t4;
+    k->vec_dot_x8_t4[LLAMBDA_TYPE_Q6_K] = dot_q6_K_x8_t4;
     k->vec_dot[LLAMBDA_TYPE_Q5_K] = dot_q5_K;
     k->vec_dot[LLAMBDA_TYPE_Q6_K] = dot_q6_K;
     k->dot_f16_f16 = dot_f16_f16;
