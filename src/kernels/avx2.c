@@ -244,31 +244,33 @@ static void dot_q4_K_x8_t4(int64_t n, float *out, size_t out_stride, const void 
         const block_q8_K *y[4];
         for (int t = 0; t < 4; t++) y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
         __m256i sums[4][8];
-        __m128i mins[4][8];
+        __m128i mins[4][8], q8s[4];
+        for (int t = 0; t < 4; t++)
+            q8s[t] = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)y[t]->bsums), _mm_loadu_si128((const __m128i *)(y[t]->bsums + 8)));
         for (int r = 0; r < 8; r++) {
             const block_q4_K *a = (const block_q4_K *)(wb + (size_t)r * stride + off);
             uint32_t u[4];
             k4_unpack(a->scales, u);
             const uint8_t *sc = (const uint8_t *)u;
             __m128i mn = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(sc + 8)));
-            __m256i s0[4];
-            for (int t = 0; t < 4; t++) s0[t] = _mm256_setzero_si256();
+            /* four named accumulators: kept in registers (an indexed array spilled to the
+             * stack and made every update a store-load chain) */
+            __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
             for (int j = 0; j < 4; j++) {
                 __m256i q4 = _mm256_loadu_si256((const __m256i *)(a->qs + 32 * j));
                 __m256i ql = _mm256_and_si256(q4, m4), qh = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
                 __m256i sl = _mm256_set1_epi16(sc[2 * j]), sh = _mm256_set1_epi16(sc[2 * j + 1]);
-                for (int t = 0; t < 4; t++) {
-                    __m256i pl = mul_u8_i8_pairs(ql, _mm256_loadu_si256((const __m256i *)(y[t]->qs + 64 * j)));
-                    __m256i ph = mul_u8_i8_pairs(qh, _mm256_loadu_si256((const __m256i *)(y[t]->qs + 64 * j + 32)));
-                    s0[t] = _mm256_add_epi32(s0[t], _mm256_madd_epi16(pl, sl));
-                    s0[t] = _mm256_add_epi32(s0[t], _mm256_madd_epi16(ph, sh));
+#define Q4K_TOKEN(acc, t)                                                                                          \
+                {                                                                                                  \
+                    __m256i pl = mul_u8_i8_pairs(ql, _mm256_loadu_si256((const __m256i *)(y[t]->qs + 64 * j)));     \
+                    __m256i ph = mul_u8_i8_pairs(qh, _mm256_loadu_si256((const __m256i *)(y[t]->qs + 64 * j + 32))); \
+                    acc = _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(pl, sl), _mm256_madd_epi16(ph, sh))); \
                 }
+                Q4K_TOKEN(s0, 0) Q4K_TOKEN(s1, 1) Q4K_TOKEN(s2, 2) Q4K_TOKEN(s3, 3)
+#undef Q4K_TOKEN
             }
-            for (int t = 0; t < 4; t++) {
-                sums[t][r] = s0[t];
-                __m128i q8s = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)y[t]->bsums), _mm_loadu_si128((const __m128i *)(y[t]->bsums + 8)));
-                mins[t][r] = _mm_madd_epi16(mn, q8s);
-            }
+            sums[0][r] = s0; sums[1][r] = s1; sums[2][r] = s2; sums[3][r] = s3;
+            for (int t = 0; t < 4; t++) mins[t][r] = _mm_madd_epi16(mn, q8s[t]);
         }
         __m256 xd = load_d8(wb, stride, off), xdmin = load_d8(wb, stride, off + 2);
         for (int t = 0; t < 4; t++) {
