@@ -395,6 +395,45 @@ static void dot_q6_K_x8_t4(int64_t n, float *out, size_t out_stride, const void 
         for (int r = 0; r < 8; r++) out[(size_t)t * out_stride + r] = hsum8(acc[t][r]);
 }
 
+/* Q8_K activations, vectorized: the same signed scale (from the first element of largest
+ * magnitude), the same round-half-even of x·iscale, clamped at 127, and the 16-sums. */
+static void quantize_row_q8_K(const float *x, void *dst, int64_t n) {
+    block_q8_K *y = dst;
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
+        __m256 mx = _mm256_setzero_ps();
+        for (int k = 0; k < QK_K; k += 8) mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + k)));
+        __m128 m = _mm_max_ps(_mm256_extractf128_ps(mx, 1), _mm256_castps256_ps128(mx));
+        m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+        m = _mm_max_ss(m, _mm_movehdup_ps(m));
+        float amax = _mm_cvtss_f32(m);
+        if (amax == 0) { memset(&y[i], 0, sizeof y[i]); continue; }
+        float max = 0;
+        for (int k = 0; k < QK_K; k++) if (fabsf(x[k]) == amax) { max = x[k]; break; }
+        float iscale = -127.f / max;
+        __m256 vs = _mm256_set1_ps(iscale);
+        __m256i lim = _mm256_set1_epi32(127);
+        for (int k = 0; k < QK_K; k += 32) {
+            __m256i q[4];
+            for (int u = 0; u < 4; u++)
+                q[u] = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(vs, _mm256_loadu_ps(x + k + 8 * u))), lim);
+            __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+            p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            _mm256_storeu_si256((__m256i *)(y[i].qs + k), p);
+        }
+        for (int g = 0; g < 16; g++) {
+            __m128i v = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(y[i].qs + 16 * g)));
+            __m128i w = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(y[i].qs + 16 * g + 8)));
+            __m128i t = _mm_add_epi16(v, w);
+            t = _mm_add_epi16(t, _mm_srli_si128(t, 8));
+            t = _mm_add_epi16(t, _mm_srli_si128(t, 4));
+            t = _mm_add_epi16(t, _mm_srli_si128(t, 2));
+            y[i].bsums[g] = (int16_t)_mm_extract_epi16(t, 0);
+        }
+        y[i].d = 1 / iscale;
+    }
+}
+
 /* Q8_0 activations, vectorized: the same d, the same round-half-even of x·127/amax. */
 static void quantize_row_q8_0(const float *x, void *dst, int64_t n) {
     block_q8_0 *y = dst;
@@ -468,4 +507,5 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->dot_f16_f16 = dot_f16_f16;
     k->attend_f16 = attend_f16;
     k->from_float[LLAMBDA_TYPE_Q8_0] = quantize_row_q8_0;
+    k->from_float[LLAMBDA_TYPE_Q8_K] = quantize_row_q8_K;
 }
