@@ -395,6 +395,38 @@ static void dot_q6_K_x8_t4(int64_t n, float *out, size_t out_stride, const void 
         for (int r = 0; r < 8; r++) out[(size_t)t * out_stride + r] = hsum8(acc[t][r]);
 }
 
+/* Eight Q8_0 rows against four activation rows (prefill): each (row, token) keeps the
+ * 8-lane accumulator of dot_q8_0 (one fma of d_x·d_y per block); the weight block is
+ * loaded and made non-negative once for the four tokens. */
+static void dot_q8_0_x8_t4(int64_t n, float *out, size_t out_stride, const void *w, size_t stride,
+                           const void *x, size_t x_stride) {
+    const uint8_t *wb = w;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[4][8];
+    for (int t = 0; t < 4; t++) for (int r = 0; r < 8; r++) acc[t][r] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / 32; i++) {
+        const block_q8_0 *y[4];
+        __m256i yv[4];
+        float yd[4];
+        for (int t = 0; t < 4; t++) {
+            y[t] = (const block_q8_0 *)((const uint8_t *)x + (size_t)t * x_stride) + i;
+            yv[t] = _mm256_loadu_si256((const __m256i *)y[t]->qs);
+            yd[t] = LL_FP16(y[t]->d);
+        }
+        for (int r = 0; r < 8; r++) {
+            const block_q8_0 *a = (const block_q8_0 *)(wb + (size_t)r * stride) + i;
+            __m256i wv = _mm256_loadu_si256((const __m256i *)a->qs), aw = _mm256_sign_epi8(wv, wv);
+            float xd = LL_FP16(a->d);
+            for (int t = 0; t < 4; t++) {
+                __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(yv[t], wv)), ones);
+                acc[t][r] = _mm256_fmadd_ps(_mm256_set1_ps(xd * yd[t]), _mm256_cvtepi32_ps(p), acc[t][r]);
+            }
+        }
+    }
+    for (int t = 0; t < 4; t++)
+        for (int r = 0; r < 8; r++) out[(size_t)t * out_stride + r] = hsum8(acc[t][r]);
+}
+
 /* Q8_K activations, vectorized: the same signed scale (from the first element of largest
  * magnitude), the same round-half-even of x·iscale, clamped at 127, and the 16-sums. */
 static void quantize_row_q8_K(const float *x, void *dst, int64_t n) {
@@ -502,6 +534,7 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->vec_dot_x8[LLAMBDA_TYPE_Q4_K] = dot_q4_K_x8;
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q4_K] = dot_q4_K_x8_t4;
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q6_K] = dot_q6_K_x8_t4;
+    k->vec_dot_x8_t4[LLAMBDA_TYPE_Q8_0] = dot_q8_0_x8_t4;
     k->vec_dot[LLAMBDA_TYPE_Q5_K] = dot_q5_K;
     k->vec_dot[LLAMBDA_TYPE_Q6_K] = dot_q6_K;
     k->dot_f16_f16 = dot_f16_f16;
