@@ -396,35 +396,44 @@ static void dot_q6_K_x8_t4(int64_t n, float *out, size_t out_stride, const void 
 }
 
 /* Eight Q8_0 rows against four activation rows (prefill): each (row, token) keeps the
- * 8-lane accumulator of dot_q8_0 (one fma of d_x·d_y per block); the weight block is
- * loaded and made non-negative once for the four tokens. */
+ * 8-lane accumulator of dot_q8_0 (one fma of d_x·d_y per block, blocks in order). Rows are
+ * the outer loop so the four token accumulators stay in registers across the blocks; each
+ * weight block is loaded and made non-negative once for the four tokens. */
+#define Q8_0_MAX_BLOCKS 512   /* rows up to 16384 elements */
 static void dot_q8_0_x8_t4(int64_t n, float *out, size_t out_stride, const void *w, size_t stride,
                            const void *x, size_t x_stride) {
     const uint8_t *wb = w;
     const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc[4][8];
-    for (int t = 0; t < 4; t++) for (int r = 0; r < 8; r++) acc[t][r] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / 32; i++) {
-        const block_q8_0 *y[4];
-        __m256i yv[4];
-        float yd[4];
-        for (int t = 0; t < 4; t++) {
-            y[t] = (const block_q8_0 *)((const uint8_t *)x + (size_t)t * x_stride) + i;
-            yv[t] = _mm256_loadu_si256((const __m256i *)y[t]->qs);
-            yd[t] = LL_FP16(y[t]->d);
-        }
-        for (int r = 0; r < 8; r++) {
-            const block_q8_0 *a = (const block_q8_0 *)(wb + (size_t)r * stride) + i;
-            __m256i wv = _mm256_loadu_si256((const __m256i *)a->qs), aw = _mm256_sign_epi8(wv, wv);
-            float xd = LL_FP16(a->d);
-            for (int t = 0; t < 4; t++) {
-                __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(yv[t], wv)), ones);
-                acc[t][r] = _mm256_fmadd_ps(_mm256_set1_ps(xd * yd[t]), _mm256_cvtepi32_ps(p), acc[t][r]);
-            }
-        }
+    int64_t nb = n / 32;
+    if (nb > Q8_0_MAX_BLOCKS) {   /* very long rows: the single-row kernel */
+        for (int t = 0; t < 4; t++)
+            for (int r = 0; r < 8; r++)
+                dot_q8_0(n, &out[(size_t)t * out_stride + r], wb + (size_t)r * stride, (const uint8_t *)x + (size_t)t * x_stride);
+        return;
     }
-    for (int t = 0; t < 4; t++)
-        for (int r = 0; r < 8; r++) out[(size_t)t * out_stride + r] = hsum8(acc[t][r]);
+    const block_q8_0 *y0 = x, *y1 = (const block_q8_0 *)((const uint8_t *)x + x_stride),
+                     *y2 = (const block_q8_0 *)((const uint8_t *)x + 2 * x_stride), *y3 = (const block_q8_0 *)((const uint8_t *)x + 3 * x_stride);
+    float yd[4][Q8_0_MAX_BLOCKS];
+    for (int64_t i = 0; i < nb; i++) { yd[0][i] = LL_FP16(y0[i].d); yd[1][i] = LL_FP16(y1[i].d); yd[2][i] = LL_FP16(y2[i].d); yd[3][i] = LL_FP16(y3[i].d); }
+    for (int r = 0; r < 8; r++) {
+        const block_q8_0 *a = (const block_q8_0 *)(wb + (size_t)r * stride);
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int64_t i = 0; i < nb; i++) {
+            __m256i wv = _mm256_loadu_si256((const __m256i *)a[i].qs), aw = _mm256_sign_epi8(wv, wv);
+            float xd = LL_FP16(a[i].d);
+#define Q8_0_TOKEN(acc, yt, t)                                                                                      \
+            {                                                                                                       \
+                __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)yt[i].qs), wv)), ones); \
+                acc = _mm256_fmadd_ps(_mm256_set1_ps(xd * yd[t][i]), _mm256_cvtepi32_ps(p), acc);                     \
+            }
+            Q8_0_TOKEN(a0, y0, 0) Q8_0_TOKEN(a1, y1, 1) Q8_0_TOKEN(a2, y2, 2) Q8_0_TOKEN(a3, y3, 3)
+#undef Q8_0_TOKEN
+        }
+        out[r] = hsum8(a0);
+        out[out_stride + r] = hsum8(a1);
+        out[2 * out_stride + r] = hsum8(a2);
+        out[3 * out_stride + r] = hsum8(a3);
+    }
 }
 
 /* Q8_K activations, vectorized: the same signed scale (from the first element of largest
