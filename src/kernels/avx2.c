@@ -350,49 +350,57 @@ static void dot_q6_K(int64_t n, float *s, const void *w, const void *x) {
 }
 
 /* Eight Q6_K rows against four activation rows (prefill). Each (row, token) keeps the
- * 8-lane float accumulator of dot_q6_K and adds d·sumi per block exactly as it does; what
- * is shared is the unpacking of each weight block (once for four tokens) and the 32·y
- * pair sums (once for eight rows). */
+ * 8-lane float accumulator of dot_q6_K and adds d·sumi per block, blocks in order, exactly
+ * as it does. Rows are the outer loop so the four token accumulators stay in registers;
+ * the 32·y pair sums are computed once for all rows, each weight block unpacked once for
+ * the four tokens. */
+#define Q6K_MAX_BLOCKS 64     /* rows up to 16384 elements */
 static void dot_q6_K_x8_t4(int64_t n, float *out, size_t out_stride, const void *w, size_t stride,
                            const void *x, size_t x_stride) {
     const uint8_t *wb = w;
     const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3), m32 = _mm256_set1_epi8(32);
-    __m256 acc[4][8];
-    for (int t = 0; t < 4; t++) for (int r = 0; r < 8; r++) acc[t][r] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        const block_q8_K *y[4];
-        for (int t = 0; t < 4; t++) y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
-        __m256i q8s[4][8];   /* 32·y pair sums per token and 32-group */
+    int64_t nb = n / QK_K;
+    if (nb > Q6K_MAX_BLOCKS) {
         for (int t = 0; t < 4; t++)
-            for (int g = 0; g < 8; g++) q8s[t][g] = mul_u8_i8_pairs(m32, _mm256_loadu_si256((const __m256i *)(y[t]->qs + 32 * g)));
-        for (int r = 0; r < 8; r++) {
-            const block_q6_K *a = (const block_q6_K *)(wb + (size_t)r * stride) + i;
+            for (int r = 0; r < 8; r++)
+                dot_q6_K(n, &out[(size_t)t * out_stride + r], wb + (size_t)r * stride, (const uint8_t *)x + (size_t)t * x_stride);
+        return;
+    }
+    const block_q8_K *y[4];
+    for (int t = 0; t < 4; t++) y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride);
+    static _Thread_local __m256i q8s[Q6K_MAX_BLOCKS][4][8];   /* 32·y pair sums per block, token, 32-group */
+    for (int64_t i = 0; i < nb; i++)
+        for (int t = 0; t < 4; t++)
+            for (int g = 0; g < 8; g++) q8s[i][t][g] = mul_u8_i8_pairs(m32, _mm256_loadu_si256((const __m256i *)(y[t][i].qs + 32 * g)));
+    for (int r = 0; r < 8; r++) {
+        const block_q6_K *a = (const block_q6_K *)(wb + (size_t)r * stride);
+        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+        for (int64_t i = 0; i < nb; i++) {
             __m256i q[8], sc[8];
             for (int h = 0; h < 2; h++) {
-                __m256i l0 = _mm256_loadu_si256((const __m256i *)(a->ql + 64 * h));
-                __m256i l1 = _mm256_loadu_si256((const __m256i *)(a->ql + 64 * h + 32));
-                __m256i hb = _mm256_loadu_si256((const __m256i *)(a->qh + 32 * h));
+                __m256i l0 = _mm256_loadu_si256((const __m256i *)(a[i].ql + 64 * h));
+                __m256i l1 = _mm256_loadu_si256((const __m256i *)(a[i].ql + 64 * h + 32));
+                __m256i hb = _mm256_loadu_si256((const __m256i *)(a[i].qh + 32 * h));
                 q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(hb, m3), 4));
                 q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m3), 4));
                 q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m3), 4));
                 q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m3), 4));
                 for (int t4 = 0; t4 < 4; t4++)
-                    sc[4 * h + t4] = _mm256_set_m128i(_mm_set1_epi16((short)a->scales[8 * h + 2 * t4 + 1]), _mm_set1_epi16((short)a->scales[8 * h + 2 * t4]));
+                    sc[4 * h + t4] = _mm256_set_m128i(_mm_set1_epi16((short)a[i].scales[8 * h + 2 * t4 + 1]), _mm_set1_epi16((short)a[i].scales[8 * h + 2 * t4]));
             }
-            float xd = LL_FP16(a->d);
+            float xd = LL_FP16(a[i].d);
             for (int t = 0; t < 4; t++) {
                 __m256i sumi = _mm256_setzero_si256();
                 for (int g = 0; g < 8; g++) {
-                    __m256i yv = _mm256_loadu_si256((const __m256i *)(y[t]->qs + 32 * g));
-                    __m256i pr = _mm256_sub_epi16(mul_u8_i8_pairs(q[g], yv), q8s[t][g]);
+                    __m256i yv = _mm256_loadu_si256((const __m256i *)(y[t][i].qs + 32 * g));
+                    __m256i pr = _mm256_sub_epi16(mul_u8_i8_pairs(q[g], yv), q8s[i][t][g]);
                     sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pr, sc[g]));
                 }
-                acc[t][r] = _mm256_fmadd_ps(_mm256_set1_ps(y[t]->d * xd), _mm256_cvtepi32_ps(sumi), acc[t][r]);
+                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(y[t][i].d * xd), _mm256_cvtepi32_ps(sumi), acc[t]);
             }
         }
+        for (int t = 0; t < 4; t++) out[(size_t)t * out_stride + r] = hsum8(acc[t]);
     }
-    for (int t = 0; t < 4; t++)
-        for (int r = 0; r < 8; r++) out[(size_t)t * out_stride + r] = hsum8(acc[t][r]);
 }
 
 /* Eight Q8_0 rows against four activation rows (prefill): each (row, token) keeps the
