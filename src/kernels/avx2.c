@@ -444,6 +444,52 @@ static void dot_q8_0_x8_t4(int64_t n, float *out, size_t out_stride, const void 
     }
 }
 
+/* Eight Q4_0 rows against four activation rows (prefill). Each (row, token) keeps the
+ * scalar accumulation of dot_q4_0 — acc = fma(isum, d_y·d_x, acc), blocks in order — with
+ * the four tokens in the four lanes of one SSE register. The integer block sum is taken as
+ * Σ nibble·y − 8·Σ y (exact, so the same integer), which lets the unsigned nibbles go
+ * straight into maddubs; Σ y and d_y are computed once per token block for all eight rows. */
+static void dot_q4_0_x8_t4(int64_t n, float *out, size_t out_stride, const void *w, size_t stride,
+                           const void *x, size_t x_stride) {
+    const uint8_t *wb = w, *xb = x;
+    int64_t nb = n / 32;
+    if (nb > Q8_0_MAX_BLOCKS) {   /* very long rows: the single-row kernel */
+        for (int t = 0; t < 4; t++)
+            for (int r = 0; r < 8; r++)
+                dot_q4_0(n, &out[(size_t)t * out_stride + r], wb + (size_t)r * stride, xb + (size_t)t * x_stride);
+        return;
+    }
+    const block_q8_0 *y[4];
+    for (int t = 0; t < 4; t++) y[t] = (const block_q8_0 *)(xb + (size_t)t * x_stride);
+    static _Thread_local __m128 yd[Q8_0_MAX_BLOCKS];
+    static _Thread_local __m128i ysum8[Q8_0_MAX_BLOCKS];
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    for (int64_t i = 0; i < nb; i++) {
+        __m256i s[4];
+        for (int t = 0; t < 4; t++)
+            s[t] = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, _mm256_loadu_si256((const __m256i *)y[t][i].qs)), ones16);
+        __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
+        ysum8[i] = _mm_slli_epi32(_mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)), 3);
+        yd[i] = _mm_setr_ps(LL_FP16(y[0][i].d), LL_FP16(y[1][i].d), LL_FP16(y[2][i].d), LL_FP16(y[3][i].d));
+    }
+    for (int r = 0; r < 8; r++) {
+        const block_q4_0 *a = (const block_q4_0 *)(wb + (size_t)r * stride);
+        __m128 acc = _mm_setzero_ps();
+        for (int64_t i = 0; i < nb; i++) {
+            __m256i q = unpack_nibbles(a[i].qs), p[4];
+            for (int t = 0; t < 4; t++)
+                p[t] = _mm256_madd_epi16(_mm256_maddubs_epi16(q, _mm256_loadu_si256((const __m256i *)y[t][i].qs)), ones16);
+            __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+            __m128i isum = _mm_sub_epi32(_mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)), ysum8[i]);
+            __m128 scale = _mm_mul_ps(yd[i], _mm_set1_ps(LL_FP16(a[i].d)));
+            acc = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), scale, acc);
+        }
+        float v[4];
+        _mm_storeu_ps(v, acc);
+        for (int t = 0; t < 4; t++) out[(size_t)t * out_stride + r] = v[t];
+    }
+}
+
 /* Q8_K activations, vectorized: the same signed scale (from the first element of largest
  * magnitude), the same round-half-even of x·iscale, clamped at 127, and the 16-sums. */
 static void quantize_row_q8_K(const float *x, void *dst, int64_t n) {
@@ -552,6 +598,7 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q4_K] = dot_q4_K_x8_t4;
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q6_K] = dot_q6_K_x8_t4;
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q8_0] = dot_q8_0_x8_t4;
+    k->vec_dot_x8_t4[LLAMBDA_TYPE_Q4_0] = dot_q4_0_x8_t4;
     k->vec_dot[LLAMBDA_TYPE_Q5_K] = dot_q5_K;
     k->vec_dot[LLAMBDA_TYPE_Q6_K] = dot_q6_K;
     k->dot_f16_f16 = dot_f16_f16;

@@ -1,0 +1,87 @@
+/* The kernel contract (src/internal.h): every multi-row / multi-token variant gives, for each
+ * output element, the bits of the single-row vec_dot, and every ISA gives the bits of the
+ * scalar kernels. Random rows of every weight type, compared element by element. */
+#include "harness.h"
+#include "internal.h"
+#include <math.h>
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static float frand(void) {
+    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+    return (float)((double)(rng >> 11) * 0x1.0p-53 * 2 - 1);
+}
+
+enum { ROWS = 8, TOKS = 4, COLS = 1024 };
+
+/* rows x COLS weights of `type` and TOKS activation rows converted to its vec_dot_type */
+static void compare(const ll_kernels *ref, const ll_kernels *k, int type) {
+    const llambda_type_traits *t = llambda_type_get(type);
+    int vdt = ll_vec_dot_type(type);
+    size_t wrow = (size_t)llambda_type_row_bytes(type, COLS), xrow = (size_t)llambda_type_row_bytes(vdt, COLS);
+    uint8_t *w = malloc(wrow * ROWS), *x = malloc(xrow * TOKS);
+    float *f = malloc(sizeof(float) * COLS);
+    for (int r = 0; r < ROWS; r++) {
+        for (int i = 0; i < COLS; i++) f[i] = frand() * (i % 61 == 0 ? 6.f : 1.f);
+        t->quantize_row(f, w + (size_t)r * wrow, COLS);
+    }
+    for (int s = 0; s < TOKS; s++) {
+        for (int i = 0; i < COLS; i++) f[i] = frand() * 3.f;
+        k->from_float[vdt](f, x + (size_t)s * xrow, COLS);
+    }
+    float want[TOKS][ROWS], got[TOKS][ROWS];
+    int bad = 0;
+    for (int s = 0; s < TOKS; s++)
+        for (int r = 0; r < ROWS; r++) {
+            ref->vec_dot[type](COLS, &want[s][r], w + (size_t)r * wrow, x + (size_t)s * xrow);
+            float v;
+            k->vec_dot[type](COLS, &v, w + (size_t)r * wrow, x + (size_t)s * xrow);
+            bad += memcmp(&v, &want[s][r], sizeof v) != 0;
+        }
+    CHECK(!bad, "%s: %s vec_dot differs from scalar in %d of %d elements", t->name, k->isa, bad, ROWS * TOKS);
+    if (k->vec_dot_x8[type]) {
+        bad = 0;
+        for (int s = 0; s < TOKS; s++) {
+            k->vec_dot_x8[type](COLS, got[s], w, wrow, x + (size_t)s * xrow);
+            bad += memcmp(got[s], want[s], sizeof got[s]) != 0;
+        }
+        CHECK(!bad, "%s: %s 8-row kernel differs from the single-row one", t->name, k->isa);
+    }
+    if (k->vec_dot_x8_t4[type]) {
+        memset(got, 0, sizeof got);
+        k->vec_dot_x8_t4[type](COLS, &got[0][0], ROWS, w, wrow, x, xrow);
+        CHECK(memcmp(got, want, sizeof got) == 0, "%s: %s 8-row x 4-token kernel differs from the single-row one",
+              t->name, k->isa);
+    }
+    free(w); free(x); free(f);
+}
+
+int main(void) {
+    ll_kernels scalar, active;
+    ll_kernels_scalar(&scalar);
+    active = *ll_kernels_get();
+    printf("  active kernels: %s\n", active.isa);
+    int n = 0;
+    for (int type = 0; type < LLAMBDA_TYPE_COUNT; type++) {
+        const llambda_type_traits *t = llambda_type_get(type);
+        if (!t || !t->quantize_row || ll_vec_dot_type(type) < 0 || !scalar.vec_dot[type]) continue;
+        if (type == LLAMBDA_TYPE_Q8_K) continue;   /* an activation type, never a weight */
+        char name[96];
+        snprintf(name, sizeof name, "kernels: %s variants and ISA give the scalar bits", t->name);
+        TEST(name) {
+            compare(&scalar, &scalar, type);
+            compare(&scalar, &active, type);
+        }
+        n++;
+    }
+    TEST("kernels: the prefill tiles exist for the main quant types") {
+        CHECK(n >= 10, "only %d weight types tested", n);
+#ifdef LL_HAVE_AVX2
+        if (ll_cpu_has_avx2()) {
+            const int tiled[] = {LLAMBDA_TYPE_Q4_0, LLAMBDA_TYPE_Q4_K, LLAMBDA_TYPE_Q6_K, LLAMBDA_TYPE_Q8_0};
+            for (int i = 0; i < 4; i++)
+                CHECK(active.vec_dot_x8_t4[tiled[i]], "%s has no 8x4 tile", llambda_type_get(tiled[i])->name);
+        }
+#endif
+    }
+    return test_summary();
+}
