@@ -124,23 +124,30 @@ static inline void k4_scales(const uint8_t *q, uint8_t *sc, uint8_t *mn) {
     for (int j = 0; j < 8; j++) ll_get_scale_min_k4(j, q, &sc[j], &mn[j]);
 }
 
+/* One Q4_K block against one Q8_K block: the scaled nibble products in 8 int32 lanes
+ * (sc: the block's eight 6-bit scales). */
+static inline __m256i q4_K_block_sums(const block_q4_K *a, const block_q8_K *b, const uint8_t *sc) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256i sumi = _mm256_setzero_si256();
+    for (int j = 0; j < 4; j++) {
+        __m256i q4 = _mm256_loadu_si256((const __m256i *)(a->qs + 32 * j));
+        __m256i ql = _mm256_and_si256(q4, m4), qh = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
+        __m256i pl = mul_u8_i8_pairs(ql, _mm256_loadu_si256((const __m256i *)(b->qs + 64 * j)));
+        __m256i ph = mul_u8_i8_pairs(qh, _mm256_loadu_si256((const __m256i *)(b->qs + 64 * j + 32)));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pl, _mm256_set1_epi16(sc[2 * j])));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(ph, _mm256_set1_epi16(sc[2 * j + 1])));
+    }
+    return sumi;
+}
+
 void ll_avx2_dot_q4_K(int64_t n, float *s, const void *w, const void *x);
 void ll_avx2_dot_q4_K(int64_t n, float *s, const void *w, const void *x) {
     const block_q4_K *a = w; const block_q8_K *b = x;
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
     float acc = 0, accm = 0;
     for (int64_t i = 0; i < n / QK_K; i++) {
         uint8_t sc[8], mn[8];
         k4_scales(a[i].scales, sc, mn);
-        __m256i sumi = _mm256_setzero_si256();
-        for (int j = 0; j < 4; j++) {
-            __m256i q4 = _mm256_loadu_si256((const __m256i *)(a[i].qs + 32 * j));
-            __m256i ql = _mm256_and_si256(q4, m4), qh = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
-            __m256i pl = mul_u8_i8_pairs(ql, _mm256_loadu_si256((const __m256i *)(b[i].qs + 64 * j)));
-            __m256i ph = mul_u8_i8_pairs(qh, _mm256_loadu_si256((const __m256i *)(b[i].qs + 64 * j + 32)));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pl, _mm256_set1_epi16(sc[2 * j])));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(ph, _mm256_set1_epi16(sc[2 * j + 1])));
-        }
+        __m256i sumi = q4_K_block_sums(&a[i], &b[i], sc);
         int msum = 0;
         for (int sb = 0; sb < 8; sb++) msum += mn[sb] * (b[i].bsums[2 * sb] + b[i].bsums[2 * sb + 1]);
         acc = fmaf((float)hsum_i32(sumi), b[i].d * LL_FP16(a[i].d), acc);
@@ -168,10 +175,27 @@ static inline __m256i sum8x8(__m256i v[8]) {
     return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
 }
 
+/* Eight 4-lane int32 vectors -> one vector of their eight totals (exact). */
+static inline __m256i sum4x8(const __m128i v[8]) {
+    __m256i m[4];
+    for (int k = 0; k < 4; k++) m[k] = _mm256_set_m128i(v[2 * k + 1], v[2 * k]);
+    __m256i ma = _mm256_hadd_epi32(m[0], m[1]), mb = _mm256_hadd_epi32(m[2], m[3]);
+    return _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(ma, mb), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
 static inline __m256 load_d8(const uint8_t *first, size_t stride, size_t off) {
     uint16_t h[8];
     for (int r = 0; r < 8; r++) memcpy(&h[r], first + (size_t)r * stride + off, 2);
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+}
+
+/* The 8 x 4 tile through the single-row kernel, one element at a time (rows longer than a
+ * tile's precomputed buffers hold). */
+static void x8_t4_by_rows(ll_vec_dot_fn dot, int64_t n, float *out, size_t out_stride, const void *w, size_t stride,
+                          const void *x, size_t x_stride) {
+    for (int t = 0; t < 4; t++)
+        for (int r = 0; r < 8; r++)
+            dot(n, &out[(size_t)t * out_stride + r], (const uint8_t *)w + (size_t)r * stride, (const uint8_t *)x + (size_t)t * x_stride);
 }
 
 /* Eight Q4_K rows against one activation row: out[r] equals dot_q4_K on row r.
@@ -188,7 +212,6 @@ static void dot_q4_K_x8(int64_t n, float *out, const void *w, size_t stride, con
         for (int r = 0; r < 8; r++) ll_avx2_dot_q4_K(n, &out[r], wb + (size_t)r * stride, x);
         return;
     }
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256i sums[X8_MAX_BLOCKS][8];
     __m128i mins[X8_MAX_BLOCKS][8];
     for (int r = 0; r < 8; r++) {
@@ -201,15 +224,7 @@ static void dot_q4_K_x8(int64_t n, float *out, const void *w, size_t stride, con
             uint32_t u[4];
             k4_unpack(a[i].scales, u);
             const uint8_t *sc = (const uint8_t *)u;
-            __m256i sumi = _mm256_setzero_si256();
-            for (int j = 0; j < 4; j++) {
-                __m256i q4 = _mm256_loadu_si256((const __m256i *)(a[i].qs + 32 * j));
-                __m256i pl = mul_u8_i8_pairs(_mm256_and_si256(q4, m4), _mm256_loadu_si256((const __m256i *)(b[i].qs + 64 * j)));
-                __m256i ph = mul_u8_i8_pairs(_mm256_and_si256(_mm256_srli_epi16(q4, 4), m4), _mm256_loadu_si256((const __m256i *)(b[i].qs + 64 * j + 32)));
-                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pl, _mm256_set1_epi16(sc[2 * j])));
-                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(ph, _mm256_set1_epi16(sc[2 * j + 1])));
-            }
-            sums[i][r] = sumi;
+            sums[i][r] = q4_K_block_sums(&a[i], &b[i], sc);
             __m128i q8s = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)b[i].bsums), _mm_loadu_si128((const __m128i *)(b[i].bsums + 8)));
             mins[i][r] = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(sc + 8))), q8s);
         }
@@ -217,10 +232,7 @@ static void dot_q4_K_x8(int64_t n, float *out, const void *w, size_t stride, con
     __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
         size_t off = (size_t)i * sizeof(block_q4_K);
-        __m256i m[4];
-        for (int k = 0; k < 4; k++) m[k] = _mm256_set_m128i(mins[i][2 * k + 1], mins[i][2 * k]);
-        __m256i ma = _mm256_hadd_epi32(m[0], m[1]), mb = _mm256_hadd_epi32(m[2], m[3]);
-        __m256i mt = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(ma, mb), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        __m256i mt = sum4x8(mins[i]);
         __m256 yd = _mm256_set1_ps(b[i].d);
         __m256 d = _mm256_mul_ps(yd, load_d8(wb, stride, off));
         __m256 dmin = _mm256_mul_ps(yd, load_d8(wb, stride, off + 2));
@@ -274,10 +286,7 @@ static void dot_q4_K_x8_t4(int64_t n, float *out, size_t out_stride, const void 
         }
         __m256 xd = load_d8(wb, stride, off), xdmin = load_d8(wb, stride, off + 2);
         for (int t = 0; t < 4; t++) {
-            __m256i m[4];
-            for (int k = 0; k < 4; k++) m[k] = _mm256_set_m128i(mins[t][2 * k + 1], mins[t][2 * k]);
-            __m256i ma = _mm256_hadd_epi32(m[0], m[1]), mb = _mm256_hadd_epi32(m[2], m[3]);
-            __m256i mt = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(ma, mb), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            __m256i mt = sum4x8(mins[t]);
             __m256 yd = _mm256_set1_ps(y[t]->d);
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum8x8(sums[t])), _mm256_mul_ps(yd, xd), acc[t]);
             accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mt), _mm256_mul_ps(yd, xdmin), accm[t]);
@@ -316,9 +325,22 @@ static void dot_q5_K(int64_t n, float *s, const void *w, const void *x) {
     *s = hsum8(acc) + summs;
 }
 
+/* The 128 six-bit quants of half h of a Q6_K block, as four vectors of unsigned bytes
+ * (0..63) in the order of the activations they multiply. */
+static inline void q6_K_unpack_half(const block_q6_K *a, int h, __m256i q[4]) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3);
+    __m256i l0 = _mm256_loadu_si256((const __m256i *)(a->ql + 64 * h));
+    __m256i l1 = _mm256_loadu_si256((const __m256i *)(a->ql + 64 * h + 32));
+    __m256i hb = _mm256_loadu_si256((const __m256i *)(a->qh + 32 * h));
+    q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(hb, m3), 4));
+    q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m3), 4));
+    q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m3), 4));
+    q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m3), 4));
+}
+
 static void dot_q6_K(int64_t n, float *s, const void *w, const void *x) {
     const block_q6_K *a = w; const block_q8_K *b = x;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3), m32 = _mm256_set1_epi8(32);
+    const __m256i m32 = _mm256_set1_epi8(32);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
         float d = b[i].d * LL_FP16(a[i].d);
@@ -328,14 +350,8 @@ static void dot_q6_K(int64_t n, float *s, const void *w, const void *x) {
         _mm_prefetch((const char *)&a[i] + PREFETCH_AHEAD + 192, _MM_HINT_T0);
         __m256i sumi = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
-            __m256i l0 = _mm256_loadu_si256((const __m256i *)(a[i].ql + 64 * h));
-            __m256i l1 = _mm256_loadu_si256((const __m256i *)(a[i].ql + 64 * h + 32));
-            __m256i hb = _mm256_loadu_si256((const __m256i *)(a[i].qh + 32 * h));
             __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(hb, m3), 4));
-            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m3), 4));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m3), 4));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m3), 4));
+            q6_K_unpack_half(&a[i], h, q);
             for (int t = 0; t < 4; t++) {
                 __m256i y = _mm256_loadu_si256((const __m256i *)(b[i].qs + 128 * h + 32 * t));
                 __m256i p = _mm256_sub_epi16(mul_u8_i8_pairs(q[t], y), mul_u8_i8_pairs(m32, y));
@@ -358,12 +374,10 @@ static void dot_q6_K(int64_t n, float *s, const void *w, const void *x) {
 static void dot_q6_K_x8_t4(int64_t n, float *out, size_t out_stride, const void *w, size_t stride,
                            const void *x, size_t x_stride) {
     const uint8_t *wb = w;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3), m32 = _mm256_set1_epi8(32);
+    const __m256i m32 = _mm256_set1_epi8(32);
     int64_t nb = n / QK_K;
     if (nb > Q6K_MAX_BLOCKS) {
-        for (int t = 0; t < 4; t++)
-            for (int r = 0; r < 8; r++)
-                dot_q6_K(n, &out[(size_t)t * out_stride + r], wb + (size_t)r * stride, (const uint8_t *)x + (size_t)t * x_stride);
+        x8_t4_by_rows(dot_q6_K, n, out, out_stride, w, stride, x, x_stride);
         return;
     }
     const block_q8_K *y[4];
@@ -378,13 +392,7 @@ static void dot_q6_K_x8_t4(int64_t n, float *out, size_t out_stride, const void 
         for (int64_t i = 0; i < nb; i++) {
             __m256i q[8], sc[8];
             for (int h = 0; h < 2; h++) {
-                __m256i l0 = _mm256_loadu_si256((const __m256i *)(a[i].ql + 64 * h));
-                __m256i l1 = _mm256_loadu_si256((const __m256i *)(a[i].ql + 64 * h + 32));
-                __m256i hb = _mm256_loadu_si256((const __m256i *)(a[i].qh + 32 * h));
-                q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(hb, m3), 4));
-                q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m3), 4));
-                q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m3), 4));
-                q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m3), 4));
+                q6_K_unpack_half(&a[i], h, q + 4 * h);
                 for (int t4 = 0; t4 < 4; t4++)
                     sc[4 * h + t4] = _mm256_set_m128i(_mm_set1_epi16((short)a[i].scales[8 * h + 2 * t4 + 1]), _mm_set1_epi16((short)a[i].scales[8 * h + 2 * t4]));
             }
@@ -414,9 +422,7 @@ static void dot_q8_0_x8_t4(int64_t n, float *out, size_t out_stride, const void 
     const __m256i ones = _mm256_set1_epi16(1);
     int64_t nb = n / 32;
     if (nb > Q8_0_MAX_BLOCKS) {   /* very long rows: the single-row kernel */
-        for (int t = 0; t < 4; t++)
-            for (int r = 0; r < 8; r++)
-                dot_q8_0(n, &out[(size_t)t * out_stride + r], wb + (size_t)r * stride, (const uint8_t *)x + (size_t)t * x_stride);
+        x8_t4_by_rows(dot_q8_0, n, out, out_stride, w, stride, x, x_stride);
         return;
     }
     const block_q8_0 *y0 = x, *y1 = (const block_q8_0 *)((const uint8_t *)x + x_stride),
@@ -444,6 +450,12 @@ static void dot_q8_0_x8_t4(int64_t n, float *out, size_t out_stride, const void 
     }
 }
 
+/* Four 8-lane int32 vectors -> one vector of their four totals (exact). */
+static inline __m128i sum8x4(const __m256i v[4]) {
+    __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
 /* Eight Q4_0 rows against four activation rows (prefill). Each (row, token) keeps the
  * scalar accumulation of dot_q4_0 — acc = fma(isum, d_y·d_x, acc), blocks in order — with
  * the four tokens in the four lanes of one SSE register. The integer block sum is taken as
@@ -454,9 +466,7 @@ static void dot_q4_0_x8_t4(int64_t n, float *out, size_t out_stride, const void 
     const uint8_t *wb = w, *xb = x;
     int64_t nb = n / 32;
     if (nb > Q8_0_MAX_BLOCKS) {   /* very long rows: the single-row kernel */
-        for (int t = 0; t < 4; t++)
-            for (int r = 0; r < 8; r++)
-                dot_q4_0(n, &out[(size_t)t * out_stride + r], wb + (size_t)r * stride, xb + (size_t)t * x_stride);
+        x8_t4_by_rows(dot_q4_0, n, out, out_stride, w, stride, x, x_stride);
         return;
     }
     const block_q8_0 *y[4];
@@ -468,8 +478,7 @@ static void dot_q4_0_x8_t4(int64_t n, float *out, size_t out_stride, const void 
         __m256i s[4];
         for (int t = 0; t < 4; t++)
             s[t] = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, _mm256_loadu_si256((const __m256i *)y[t][i].qs)), ones16);
-        __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
-        ysum8[i] = _mm_slli_epi32(_mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)), 3);
+        ysum8[i] = _mm_slli_epi32(sum8x4(s), 3);
         yd[i] = _mm_setr_ps(LL_FP16(y[0][i].d), LL_FP16(y[1][i].d), LL_FP16(y[2][i].d), LL_FP16(y[3][i].d));
     }
     for (int r = 0; r < 8; r++) {
@@ -479,8 +488,7 @@ static void dot_q4_0_x8_t4(int64_t n, float *out, size_t out_stride, const void 
             __m256i q = unpack_nibbles(a[i].qs), p[4];
             for (int t = 0; t < 4; t++)
                 p[t] = _mm256_madd_epi16(_mm256_maddubs_epi16(q, _mm256_loadu_si256((const __m256i *)y[t][i].qs)), ones16);
-            __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
-            __m128i isum = _mm_sub_epi32(_mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)), ysum8[i]);
+            __m128i isum = _mm_sub_epi32(sum8x4(p), ysum8[i]);
             __m128 scale = _mm_mul_ps(yd[i], _mm_set1_ps(LL_FP16(a[i].d)));
             acc = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), scale, acc);
         }
