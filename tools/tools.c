@@ -522,6 +522,8 @@ static void stats(const double *v, int n, double *mean, double *sd) {
     *sd = n > 1 ? sqrt(q / (n - 1)) : 0;
 }
 
+static const char bench_usage[] = "usage: llambda bench -m MODEL [-p 512] [-n 128] [-t THREADS] [-r REPS] [-o md|json]\n";
+
 int cmd_bench(int argc, char **argv) {
     const char *model = NULL, *fmt = "md";
     int pp = 512, tg = 128, threads = 0, reps = 5;
@@ -532,9 +534,9 @@ int cmd_bench(int argc, char **argv) {
         else if (!strcmp(argv[i], "-t") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-o") && i + 1 < argc) fmt = argv[++i];
-        else { fprintf(stderr, "usage: llambda bench -m MODEL [-p 512] [-n 128] [-t THREADS] [-r REPS] [-o md|json]\n"); return 2; }
+        else { fputs(bench_usage, stderr); return 2; }
     }
-    if (!model || reps < 1 || pp < 0 || tg < 0) { fprintf(stderr, "usage: llambda bench -m MODEL [-p 512] [-n 128] [-t THREADS] [-r REPS] [-o md|json]\n"); return 2; }
+    if (!model || reps < 1 || pp < 0 || tg < 0) { fputs(bench_usage, stderr); return 2; }
     llambda_model_params mp = llambda_model_default_params();
     mp.n_threads = threads;
     llambda_model *m;
@@ -543,7 +545,7 @@ int cmd_bench(int argc, char **argv) {
     cp.n_ctx = pp + tg + 1; cp.n_threads = threads;
     llambda_context *c;
     if (llambda_context_create(m, &cp, &c)) { fprintf(stderr, "llambda: %s\n", llambda_last_error()); llambda_model_free(m); return 1; }
-    int V = llambda_model_n_vocab(m), nthr = threads ? threads : 0;
+    int V = llambda_model_n_vocab(m);
     int n_toks = pp > 1 ? pp : 1;
     int32_t *toks = malloc((size_t)n_toks * sizeof *toks);
     uint64_t r = 42;
@@ -585,14 +587,14 @@ int cmd_bench(int argc, char **argv) {
             printf("%s  {\"model_filename\": \"%s\", \"model_type\": \"%s %s\", \"model_size\": %llu, \"model_n_params\": %lld, "
                    "\"n_threads\": %d, \"n_prompt\": %d, \"n_gen\": %d, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"isa\": \"%s\"}",
                    first ? "" : ",\n", model, llambda_model_arch(m), ft ? ft : "?", (unsigned long long)llambda_model_size_bytes(m),
-                   (long long)llambda_model_n_params(m), nthr, np, ng, pass == 0 ? pm : tm, pass == 0 ? ps : ts, llambda_isa());
+                   (long long)llambda_model_n_params(m), threads, np, ng, pass == 0 ? pm : tm, pass == 0 ? ps : ts, llambda_isa());
             first = 0;
         }
         printf("\n]\n");
     } else {
         printf("| model | size | params | isa | threads | test | t/s |\n|---|---:|---:|---|---:|---:|---:|\n");
-        if (pp) printf("| %s %s | %.2f MiB | %.2f B | %s | %d | pp%d | %.2f ± %.2f |\n", llambda_model_arch(m), ft ? ft : "?", size_mib, params_b, llambda_isa(), nthr, pp, pm, ps);
-        if (tg) printf("| %s %s | %.2f MiB | %.2f B | %s | %d | tg%d | %.2f ± %.2f |\n", llambda_model_arch(m), ft ? ft : "?", size_mib, params_b, llambda_isa(), nthr, tg, tm, ts);
+        if (pp) printf("| %s %s | %.2f MiB | %.2f B | %s | %d | pp%d | %.2f ± %.2f |\n", llambda_model_arch(m), ft ? ft : "?", size_mib, params_b, llambda_isa(), threads, pp, pm, ps);
+        if (tg) printf("| %s %s | %.2f MiB | %.2f B | %s | %d | tg%d | %.2f ± %.2f |\n", llambda_model_arch(m), ft ? ft : "?", size_mib, params_b, llambda_isa(), threads, tg, tm, ts);
     }
     free(pps); free(tgs); free(toks);
     llambda_context_free(c);
