@@ -5,12 +5,12 @@ BUILD ?= build
 OPT ?= -O2
 SAN ?=
 CFLAGS_BASE = -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Isrc $(OPT) -g -pthread -fPIC $(SAN)
-LDLIBS = -lm -lpthread -lpcre2-8
+LDLIBS = -lm -lpthread -lpcre2-8 -lcrypto -ldl
 ARCH := $(shell uname -m)
 
 LIB_SRC = src/error.c src/os_posix.c src/gguf.c src/quant/float.c src/quant/quants.c src/quant/types.c \
           src/kernels/scalar.c src/kernels/dispatch.c $(wildcard src/ops/*.c) $(wildcard src/arch/*.c) \
-          $(wildcard src/tokenizer/*.c) $(filter-out src/error.c src/os_posix.c src/gguf.c,$(wildcard src/*.c))
+          $(wildcard src/tokenizer/*.c) $(wildcard src/backends/*.c) $(filter-out src/error.c src/os_posix.c src/gguf.c,$(wildcard src/*.c))
 ifeq ($(ARCH),x86_64)
 LIB_SRC += src/kernels/avx2.c
 CFLAGS_BASE += -DLL_HAVE_AVX2

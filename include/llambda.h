@@ -219,6 +219,13 @@ typedef struct llambda_model_params {
     /* called with progress 0..1 while loading; return false to cancel */
     bool (*progress)(float progress, void *user);
     void *progress_user;
+    /* Accelerator backends to load, comma-separated "name[:options]" in any order, e.g.
+     * "onnx:CPU" or "cuda,onnx:VitisAI" (NULL or "": CPU only). See llambda_backends_load. */
+    const char *backends;
+    /* Projections to offload right after loading (see llambda_offload_register); NULL for none. */
+    const char *offload_tensors;  /* comma-separated tensor names */
+    const char *offload_layers;   /* "0-3,7" or "all" */
+    const char *offload_roles;    /* "q,k,v,o,gate,up,down" (NULL with layers: all of them) */
 } llambda_model_params;
 
 llambda_model_params llambda_model_default_params(void);
@@ -246,6 +253,76 @@ const llambda_gguf *llambda_model_gguf(const llambda_model *m);
  * seconds through *seconds. */
 llambda_status llambda_bench_projection(llambda_model *m, const char *tensor, int n_tok, int n_threads, int reps,
                                         double *seconds, int64_t *rows, int64_t *cols, uint64_t *weight_bytes);
+
+/* ------------------------------------------------------------------ accelerator backends
+ *
+ * The CPU computes every projection unless an accelerator backend takes it. Backends are
+ * loaded per model (llambda_model_params.backends or llambda_backends_load); projections
+ * are then registered (by tensor name, or by layers x roles), their weights exported into
+ * each backend's format (kept in a content-addressed cache, see below), and sessions
+ * created. Each matrix product tries its bindings in priority order (GPU backends, then
+ * NPU-class ones) and falls back to the CPU:
+ *  - a backend that fails to load or set up prints one warning and is skipped;
+ *  - enabling rolls back every session a backend added in that call if any one of them
+ *    fails, leaving other backends' sessions alone;
+ *  - a session that fails at run time is dropped (one warning), and the next binding, at
+ *    last the CPU, recomputes that projection for the same tokens.
+ * Change backends and offloads only while no context of the model is evaluating.
+ *
+ * Backends: "onnx[:EP]" (ONNX Runtime loaded with dlopen from $LLAMBDA_ORT_LIB or the
+ * usual library paths; EP one of CPU, CUDA, ROCm, OpenVINO, VitisAI, DirectML; further
+ * options after ':' as key=value: "onnx:CPU:format=bf16:threads=2"), "cuda" (when built
+ * with CUDA), "test" and "testnpu" (reference backends computing on the CPU, with fault
+ * injection for tests: "test:fail=load|probe|export|create:N|run:N").
+ *
+ * Cache: converted weights live under $LLAMBDA_CACHE_DIR, else $XDG_CACHE_HOME/llambda,
+ * else ~/.cache/llambda, named by the SHA-256 of the tensor bytes, its dims and type, the
+ * backend name and bridge version, the exporter version and the runtime version.
+ * LLAMBDA_NO_CACHE=1 turns it off. */
+
+/* Names of the backends this build knows, comma-separated. */
+const char *llambda_backends_known(void);
+/* Load more backends into a model. Unknown names are an error; a backend that fails to
+ * load prints a warning and is left out (check llambda_backend_count). */
+llambda_status llambda_backends_load(llambda_model *m, const char *spec);
+int llambda_backend_count(const llambda_model *m);
+
+typedef struct llambda_backend_info {
+    const char *name;
+    const char *klass;            /* "gpu" or "npu" */
+    char device[128];
+    uint64_t memory_bytes;
+    char runtime_version[64];
+    const char *bridge_version;
+    int sessions;                 /* live sessions */
+    long runs, failures;          /* session runs so far, and failed ones */
+} llambda_backend_info;
+/* Backend i of the model, in priority order. */
+llambda_status llambda_backend_info_get(const llambda_model *m, int i, llambda_backend_info *out);
+
+/* Register projections for offloading: tensor names, or layers x roles. Roles: q k v o
+ * gate up down, qkv (fused attention input), attn_gate, ssm_in, ssm_out, gate_shexp
+ * up_shexp down_shexp, gate_exps up_exps down_exps gate_up_exps (every expert matrix),
+ * output. Validated against the model: an unknown tensor, a layer out of range or a role
+ * no selected layer has is an error and registers nothing. */
+llambda_status llambda_offload_register(llambda_model *m, const char *tensors, const char *layers, const char *roles);
+/* Export the registered projections for every loaded backend into the cache (no sessions). */
+llambda_status llambda_offload_ensure(llambda_model *m);
+/* Create the sessions of every registered projection on every loaded backend. Returns OK
+ * when at least one backend took all of them (or nothing is registered); otherwise the
+ * last backend's error, with the model left running on its previous bindings. */
+llambda_status llambda_offload_enable(llambda_model *m);
+/* Drop every session and registration: the CPU computes everything again. */
+void llambda_offload_clear(llambda_model *m);
+
+typedef struct llambda_offload_stats {
+    int registered;               /* projections (weight matrices; each expert counts) */
+    int bound;                    /* of those, with at least one live binding */
+    long exports;                 /* artifacts exported (cache misses) */
+    long cache_hits;
+    long cache_rebuilds;          /* corrupt entries found and rebuilt */
+} llambda_offload_stats;
+void llambda_offload_stats_get(const llambda_model *m, llambda_offload_stats *out);
 
 /* ------------------------------------------------------------------ tokenizer */
 

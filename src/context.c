@@ -277,7 +277,7 @@ llambda_status llambda_bench_projection(llambda_model *m, const char *tensor, in
     if (t->n_dims != 2 || ll_vec_dot_type(t->type) < 0)
         return ll_error(LLAMBDA_ERR_ARG, "bench-proj: '%s' is not a 2-D weight llambda multiplies with", tensor);
     if (n_tok < 1 || n_tok > 4096 || reps < 1) return ll_error(LLAMBDA_ERR_ARG, "bench-proj: bad token count or repetitions");
-    ll_weight w = {t->name, t->type, t->ne[0], t->ne[1], 1, (size_t)llambda_type_row_bytes(t->type, t->ne[0]), t->data};
+    ll_weight w = {t->name, t->type, t->ne[0], t->ne[1], 1, (size_t)llambda_type_row_bytes(t->type, t->ne[0]), t->data, NULL};
     /* a minimal context: pool, activation scratch */
     llambda_context c;
     memset(&c, 0, sizeof c);

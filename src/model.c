@@ -2,6 +2,7 @@
  * read its hyperparameters and bind its tensors (shapes and types checked), load the
  * vocabulary. The model is read-only afterwards and shared by all contexts. */
 #include "model.h"
+#include "backends/backend.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,6 +222,19 @@ llambda_model_params llambda_model_default_params(void) {
     return p;
 }
 
+/* Backends and offloads asked for at load: an unavailable backend or a failed setup is a
+ * warning (the CPU computes), a malformed request an error. */
+static llambda_status load_accelerators(llambda_model *m, const llambda_model_params *p) {
+    llambda_status st = llambda_backends_load(m, p->backends);
+    if (st) return st;
+    int want = (p->offload_tensors && *p->offload_tensors) || (p->offload_layers && *p->offload_layers);
+    if (!want) return LLAMBDA_OK;
+    if (!(p->backends && *p->backends)) return ll_error(LLAMBDA_ERR_ARG, "offloading projections needs an accelerator backend (--backend)");
+    if ((st = llambda_offload_register(m, p->offload_tensors, p->offload_layers, p->offload_roles))) return st;
+    if (m->n_backends) llambda_offload_enable(m);   /* failures were reported; the CPU computes */
+    return LLAMBDA_OK;
+}
+
 llambda_status llambda_model_load(const char *path, const llambda_model_params *params, llambda_model **out) {
     *out = NULL;
     llambda_model_params p = params ? *params : llambda_model_default_params();
@@ -253,6 +267,7 @@ llambda_status llambda_model_load(const char *path, const llambda_model_params *
         goto fail_path;
     }
     m->n_threads = p.n_threads > 0 ? p.n_threads : ll_n_cpus();
+    if ((st = load_accelerators(m, &p))) goto fail;
     if (!p.use_mmap) {
         /* copy-in mode: touch every page now so the weights are resident */
         volatile uint8_t sink = 0;
@@ -277,6 +292,7 @@ fail:
 
 void llambda_model_free(llambda_model *m) {
     if (!m) return;
+    ll_backends_free(m);
     ll_pool_free(m->shared_pool);
     pthread_mutex_destroy(&m->pool_once);
     ll_vocab_free(&m->vocab);

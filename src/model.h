@@ -15,6 +15,7 @@ typedef struct ll_weight {
     int64_t cols, rows, n_mat;   /* n_mat > 1 for stacked (expert) tensors */
     size_t row_bytes;
     const uint8_t *data;
+    struct ll_bindset *bind;     /* accelerator bindings (n_mat of them), or NULL: CPU only */
 } ll_weight;
 
 #define LL_MAX_LAYERS 512
@@ -119,6 +120,9 @@ struct llambda_model {
     pthread_mutex_t pool_once;
     int64_t n_params;
     uint64_t weight_bytes;
+    struct ll_backend *backends[4];    /* loaded accelerator backends, in priority order */
+    int n_backends;
+    struct ll_offload *offload;        /* registered projections and their sessions (backends/registry.c) */
 };
 
 /* ---------------------------------------------------------------- loading helpers (model.c) */

@@ -3,7 +3,7 @@
  * llama.cpp does, so the numerics match); output rows are split across threads. Each
  * output element is one vec_dot call whatever the thread count or batch size, so the
  * results are bitwise independent of both. */
-#include "../model.h"
+#include "../backends/backend.h"
 #include <stdatomic.h>
 
 typedef struct matmul_job {
@@ -61,6 +61,7 @@ static void matmul_task(void *arg, int ith, int nth) {
 }
 
 void ll_matmul(struct llambda_context *c, const ll_weight *w, const float *x, int n_tok, float *y) {
+    if (w->bind && ll_bindings_run(w, x, n_tok, y)) return;   /* an accelerator took it */
     const ll_kernels *k = ll_kernels_get();
     int vdt = ll_vec_dot_type(w->type);
     size_t xq_row = (size_t)llambda_type_row_bytes(vdt, w->cols);

@@ -7,7 +7,7 @@
  * batch; every output element is still one dot product, so results do not depend on the
  * grouping. Each token's expert outputs are summed in slot order (most probable first),
  * as llama.cpp adds them. */
-#include "../model.h"
+#include "../backends/backend.h"
 
 /* softmax as ggml computes it: 16-wide blocks through the SIMD exp (summed per block,
  * added in double), the tail through expf; then scaled by 1/sum */
@@ -92,6 +92,7 @@ static ll_weight expert_view(const ll_weight *w, int e) {
     ll_weight v = *w;
     v.data = w->data + (size_t)e * (size_t)w->rows * w->row_bytes;
     v.n_mat = 1;
+    v.bind = w->bind ? w->bind + e : NULL;   /* each expert matrix has its own bindings */
     return v;
 }
 
