@@ -224,7 +224,7 @@ typedef struct llambda_model_params {
     const char *backends;
     /* Projections to offload right after loading (see llambda_offload_register); NULL for none. */
     const char *offload_tensors;  /* comma-separated tensor names */
-    const char *offload_layers;   /* "0-3,7" or "all" */
+    const char *offload_layers;   /* "0-3,7", "all", or "first:N" (the first N layers, at most all) */
     const char *offload_roles;    /* "q,k,v,o,gate,up,down" (NULL with layers: all of them) */
 } llambda_model_params;
 
@@ -249,10 +249,18 @@ const char *llambda_model_chat_template(const llambda_model *m); /* NULL if none
 const llambda_gguf *llambda_model_gguf(const llambda_model *m);
 
 /* Diagnostics: time the projection `tensor` (a 2-D weight) applied to n_tok random
- * activation rows on n_threads threads, reps times; returns the best wall time per run in
- * seconds through *seconds. */
-llambda_status llambda_bench_projection(llambda_model *m, const char *tensor, int n_tok, int n_threads, int reps,
-                                        double *seconds, int64_t *rows, int64_t *cols, uint64_t *weight_bytes);
+ * activation rows, on the CPU (backend NULL or "cpu", n_threads threads) or through one
+ * loaded accelerator backend (by name). Export and session setup happen before timing;
+ * `warmup` untimed runs precede `reps` timed ones, and the best time is reported, with the
+ * largest absolute difference from the CPU's result. */
+typedef struct llambda_proj_bench {
+    double seconds;               /* best wall time per run */
+    int64_t rows, cols;
+    uint64_t weight_bytes;
+    double max_drift;             /* max |y - y_cpu| */
+} llambda_proj_bench;
+llambda_status llambda_bench_projection(llambda_model *m, const char *tensor, const char *backend, int n_tok, int n_threads,
+                                        int reps, int warmup, llambda_proj_bench *out);
 
 /* ------------------------------------------------------------------ accelerator backends
  *
@@ -282,8 +290,9 @@ llambda_status llambda_bench_projection(llambda_model *m, const char *tensor, in
 
 /* Names of the backends this build knows, comma-separated. */
 const char *llambda_backends_known(void);
-/* Load more backends into a model. Unknown names are an error; a backend that fails to
- * load prints a warning and is left out (check llambda_backend_count). */
+/* Load more backends into a model. Unknown names and malformed options are an error; a
+ * backend that fails to load prints a warning and is left out (llambda_backend_count tells,
+ * and llambda_last_error() says why). */
 llambda_status llambda_backends_load(llambda_model *m, const char *spec);
 int llambda_backend_count(const llambda_model *m);
 

@@ -6,6 +6,7 @@
  * away simply ends the stream: MHD frees the response, which releases the slot. */
 #define _POSIX_C_SOURCE 200809L
 #include "server.h"
+#include "../tools/cli.h"
 #include <cjson/cJSON.h>
 #include <microhttpd.h>
 #include <pthread.h>
@@ -571,6 +572,7 @@ int server_main(const server_options *o) {
     s.reasoning_split = o->reasoning_split;
     llambda_model_params mp = llambda_model_default_params();
     mp.n_threads = o->n_threads;
+    if (o->accel) cli_accel_apply(o->accel, &mp);
     if (llambda_model_load(o->model_path, &mp, &s.model)) { fprintf(stderr, "llambda: %s\n", llambda_last_error()); return 1; }
     const char *slash = strrchr(o->model_path, '/');
     s.model_id = slash ? slash + 1 : o->model_path;

@@ -3,6 +3,7 @@
  * evaluation and decoding allocate nothing (except growing the all-rows logits buffer
  * the first time a longer batch asks for every row). */
 #include "model.h"
+#include "backends/backend.h"
 #include <stdlib.h>
 
 llambda_sampler_params llambda_sampler_default_params(void) {
@@ -270,14 +271,21 @@ const float *llambda_get_logits(const llambda_context *c, int i) {
     return i == n - 1 ? c->logits : NULL;
 }
 
-llambda_status llambda_bench_projection(llambda_model *m, const char *tensor, int n_tok, int n_threads, int reps,
-                                        double *seconds, int64_t *rows, int64_t *cols, uint64_t *weight_bytes) {
+static void fill_random(float *x, size_t n) {
+    uint64_t r = 7;
+    for (size_t i = 0; i < n; i++) { r = r * 6364136223846793005ull + 1; x[i] = (float)((int)(r >> 40) % 2001 - 1000) / 1000.f; }
+}
+
+llambda_status llambda_bench_projection(llambda_model *m, const char *tensor, const char *backend, int n_tok, int n_threads,
+                                        int reps, int warmup, llambda_proj_bench *out) {
+    memset(out, 0, sizeof *out);
     const llambda_gguf_tensor *t = llambda_gguf_find_tensor(m->gguf, tensor);
     if (!t) return ll_error(LLAMBDA_ERR_ARG, "bench-proj: no tensor named '%s'", tensor);
     if (t->n_dims != 2 || ll_vec_dot_type(t->type) < 0)
         return ll_error(LLAMBDA_ERR_ARG, "bench-proj: '%s' is not a 2-D weight llambda multiplies with", tensor);
-    if (n_tok < 1 || n_tok > 4096 || reps < 1) return ll_error(LLAMBDA_ERR_ARG, "bench-proj: bad token count or repetitions");
+    if (n_tok < 1 || n_tok > 4096 || reps < 1 || warmup < 0) return ll_error(LLAMBDA_ERR_ARG, "bench-proj: bad token count, repetitions or warm-up");
     ll_weight w = {t->name, t->type, t->ne[0], t->ne[1], 1, (size_t)llambda_type_row_bytes(t->type, t->ne[0]), t->data, NULL};
+    out->rows = t->ne[1]; out->cols = t->ne[0]; out->weight_bytes = t->nbytes;
     /* a minimal context: pool, activation scratch */
     llambda_context c;
     memset(&c, 0, sizeof c);
@@ -285,23 +293,33 @@ llambda_status llambda_bench_projection(llambda_model *m, const char *tensor, in
     c.pool = ll_pool_create(n_threads > 0 ? n_threads : m->n_threads);
     c.qbuf_row = (size_t)t->ne[0] * 4 + 512;
     c.qbuf = malloc((size_t)n_tok * c.qbuf_row);
-    float *x = malloc((size_t)n_tok * (size_t)t->ne[0] * 4), *y = malloc((size_t)n_tok * (size_t)t->ne[1] * 4);
+    size_t ny = (size_t)n_tok * (size_t)t->ne[1];
+    float *x = malloc((size_t)n_tok * (size_t)t->ne[0] * 4), *y = malloc(ny * 4), *ycpu = malloc(ny * 4);
+    struct ll_backend *be = NULL;
+    void *session = NULL;
     llambda_status st = LLAMBDA_OK;
-    if (!c.pool || !c.qbuf || !x || !y) st = ll_error(LLAMBDA_ERR_NOMEM, "bench-proj: out of memory");
-    else {
-        uint64_t r = 7;
-        for (size_t i = 0; i < (size_t)n_tok * (size_t)t->ne[0]; i++) { r = r * 6364136223846793005ull + 1; x[i] = (float)((int)(r >> 40) % 2001 - 1000) / 1000.f; }
+    if (!c.pool || !c.qbuf || !x || !y || !ycpu) st = ll_error(LLAMBDA_ERR_NOMEM, "bench-proj: out of memory");
+    else if (backend && strcmp(backend, "cpu")) st = ll_backend_session(m, backend, &w, &be, &session);   /* export + setup: untimed */
+    if (!st) {
+        fill_random(x, (size_t)n_tok * (size_t)t->ne[0]);
+        ll_matmul(&c, &w, x, n_tok, ycpu);   /* the reference, and a warm-up of the CPU path */
         double best = 1e30;
-        ll_matmul(&c, &w, x, n_tok, y);   /* warm-up */
-        for (int k = 0; k < reps; k++) {
+        for (int k = 0; k < warmup + reps && !st; k++) {
             double t0 = ll_time_seconds();
-            ll_matmul(&c, &w, x, n_tok, y);
+            if (session) st = ll_backend_session_run(be, session, x, n_tok, y);
+            else ll_matmul(&c, &w, x, n_tok, y);
             double dt = ll_time_seconds() - t0;
-            if (dt < best) best = dt;
+            if (k >= warmup && dt < best) best = dt;
         }
-        *seconds = best; *rows = t->ne[1]; *cols = t->ne[0]; *weight_bytes = t->nbytes;
+        if (!st) {
+            double drift = 0;
+            for (size_t i = 0; i < ny; i++) { double d = fabs((double)y[i] - ycpu[i]); if (!(d <= drift)) drift = d; }
+            out->seconds = best;
+            out->max_drift = drift;
+        }
     }
+    if (session) ll_backend_session_free(be, session);
     ll_pool_free(c.pool);
-    free(c.qbuf); free(x); free(y);
+    free(c.qbuf); free(x); free(y); free(ycpu);
     return st;
 }

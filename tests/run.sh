@@ -3,6 +3,9 @@
 # closing "N passed, N failed" line. Exit status is non-zero if anything failed.
 BUILD=${1:-build}
 passed=0; failed=0
+# ONNX Runtime for the onnx backend's tests: the library onnxruntime-node ships (see .ci/run)
+ORT=tests/onnx/node_modules/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1
+if [ -z "$LLAMBDA_ORT_LIB" ] && [ -f "$ORT" ]; then LLAMBDA_ORT_LIB=$(pwd)/$ORT; export LLAMBDA_ORT_LIB; fi
 run() {
     out=$("$@" 2>&1); rc=$?
     printf '%s\n' "$out"

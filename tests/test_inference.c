@@ -388,6 +388,27 @@ static void test_no_alloc_decode(void) {
     CHECK(before == 0, "%ld allocations across reset/generate cycles", before);
     llambda_context_free(c);
     llambda_model_free(m);
+    /* with every projection bound to an accelerator backend: the store adds nothing */
+    llambda_model_params p = llambda_model_default_params();
+    p.backends = "test"; p.offload_layers = "all";
+    setenv("LLAMBDA_NO_CACHE", "1", 1);
+    if (llambda_model_load(fixture(LLAMA), &p, &m) == LLAMBDA_OK) {
+        c = ctx(m, 2, 512, LLAMBDA_LOGITS_LAST);
+        llambda_eval(c, PROMPT, NP);
+        counting = 1; n_allocs = 0;
+        for (int i = 0; i < 100; i++) {
+            int32_t t = llambda_sample(c);
+            llambda_eval(c, &t, 1);
+        }
+        counting = 0;
+        llambda_backend_info bi;
+        llambda_backend_info_get(m, 0, &bi);
+        printf("  with bindings: %ld backend runs, heap allocations during 100 decode steps: %ld\n", bi.runs, (long)n_allocs);
+        CHECK(bi.runs >= 100 && n_allocs == 0, "%ld allocations with bindings (%ld runs)", (long)n_allocs, bi.runs);
+        llambda_context_free(c);
+        llambda_model_free(m);
+    } else CHECK(0, "load with the test backend: %s", llambda_last_error());
+    unsetenv("LLAMBDA_NO_CACHE");
 #else
     printf("  (allocation counting needs the non-sanitizer build; the main test pass runs it)\n");
 #endif

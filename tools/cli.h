@@ -13,4 +13,18 @@ int cmd_synth(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_bench_proj(int argc, char **argv);
+
+/* Accelerator options shared by run, chat, eval, serve and bench:
+ *   --backend cuda|onnx[:EP][,...]  --offload-tensors NAMES  --offload-layers 0-3
+ *   --offload-roles q,k,v  -ngl N (the first N layers, every role; implies --backend cuda) */
+typedef struct cli_accel {
+    const char *backend, *tensors, *layers, *roles;
+    char ngl_layers[32];
+} cli_accel;
+/* If argv[*i] is one of those options, consume it (and its value) and return 1; return -1
+ * when its value is missing, 0 when it is not one of them. */
+int cli_accel_flag(cli_accel *a, int argc, char **argv, int *i);
+void cli_accel_apply(const cli_accel *a, llambda_model_params *mp);
+#define CLI_ACCEL_USAGE "  accelerators: [--backend cuda|onnx[:EP][,...]] [--offload-layers 0-3 [--offload-roles q,k,v]]\n" \
+                        "                [--offload-tensors NAMES] [-ngl N]\n"
 #endif

@@ -12,6 +12,7 @@ typedef struct opts {
     const char *stop[8]; int n_stop;
     int n_predict, n_threads, n_ctx, n_batch, chat, no_bos, kv_f32, verbose, hide_reasoning;
     llambda_sampler_params sp;
+    cli_accel accel;
 } opts;
 
 static double now(void) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec; }
@@ -53,7 +54,10 @@ static int parse_opts(int argc, char **argv, opts *o, const char *usage) {
 #define VAL (need_arg(i, argc, a) ? argv[++i] : NULL)
 #define IS(x) (!strcmp(a, x))
         const char *v;
-        if (IS("-h") || IS("--help")) { fprintf(stderr, "%s", usage); exit(0); }
+        if (IS("-h") || IS("--help")) { fprintf(stderr, "%s" CLI_ACCEL_USAGE, usage); exit(0); }
+        int acc = cli_accel_flag(&o->accel, argc, argv, &i);
+        if (acc < 0) return 2;
+        if (acc) continue;
         else if (IS("-m") || IS("--model")) { if (!(o->model = VAL)) return 2; }
         else if (IS("-p") || IS("--prompt")) { if (!(o->prompt = VAL)) return 2; }
         else if (IS("--system")) { if (!(o->system = VAL)) return 2; }
@@ -95,6 +99,7 @@ static llambda_model *load(const opts *o, const char *argv0, double *secs) {
     const char *path = o->model ? o->model : default_model(argv0);
     llambda_model_params mp = llambda_model_default_params();
     mp.n_threads = o->n_threads;
+    cli_accel_apply(&o->accel, &mp);
     double t0 = now();
     llambda_model *m;
     if (llambda_model_load(path, &mp, &m)) { fprintf(stderr, "llambda: %s\n", llambda_last_error()); return NULL; }

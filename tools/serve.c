@@ -6,12 +6,17 @@
 #include <string.h>
 
 int cmd_serve(int argc, char **argv) {
-    server_options o = {NULL, "127.0.0.1", NULL, 8080, 1, 0, 0, -1, 1};
+    server_options o = {NULL, "127.0.0.1", NULL, 8080, 1, 0, 0, -1, 1, NULL};
+    cli_accel accel;
+    memset(&accel, 0, sizeof accel);
     const char *usage = "usage: llambda serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [-c CTX] [-t THREADS]\n"
                         "                     [--api-key KEY] [--queue N] [--reasoning-format deepseek|none]\n";
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(usage, stderr); return 0; }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(usage, stderr); fputs(CLI_ACCEL_USAGE, stderr); return 0; }
+        int j = i, acc = cli_accel_flag(&accel, argc, argv, &j);
+        if (acc < 0) return 2;
+        if (acc) { i = j - 1; continue; }
         if (!v) { fprintf(stderr, "llambda serve: '%s' needs a value\n%s", a, usage); return 2; }
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) o.model_path = v;
         else if (!strcmp(a, "--host")) o.host = v;
@@ -32,5 +37,6 @@ int cmd_serve(int argc, char **argv) {
         fputs(usage, stderr);
         return 2;
     }
+    o.accel = &accel;
     return server_main(&o);
 }

@@ -527,6 +527,8 @@ static const char bench_usage[] = "usage: llambda bench -m MODEL [-p 512] [-n 12
 int cmd_bench(int argc, char **argv) {
     const char *model = NULL, *fmt = "md";
     int pp = 512, tg = 128, threads = 0, reps = 5;
+    cli_accel accel;
+    memset(&accel, 0, sizeof accel);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-m") && i + 1 < argc) model = argv[++i];
         else if (!strcmp(argv[i], "-p") && i + 1 < argc) pp = atoi(argv[++i]);
@@ -534,11 +536,15 @@ int cmd_bench(int argc, char **argv) {
         else if (!strcmp(argv[i], "-t") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-o") && i + 1 < argc) fmt = argv[++i];
-        else { fputs(bench_usage, stderr); return 2; }
+        else {
+            int acc = cli_accel_flag(&accel, argc, argv, &i);
+            if (acc <= 0) { fputs(bench_usage, stderr); fputs(CLI_ACCEL_USAGE, stderr); return 2; }
+        }
     }
     if (!model || reps < 1 || pp < 0 || tg < 0) { fputs(bench_usage, stderr); return 2; }
     llambda_model_params mp = llambda_model_default_params();
     mp.n_threads = threads;
+    cli_accel_apply(&accel, &mp);
     llambda_model *m;
     if (llambda_model_load(model, &mp, &m)) { fprintf(stderr, "llambda: %s\n", llambda_last_error()); return 1; }
     llambda_context_params cp = llambda_context_default_params();
@@ -604,31 +610,81 @@ int cmd_bench(int argc, char **argv) {
 
 /* ------------------------------------------------------------------ bench-proj */
 
+static const char bench_proj_usage[] =
+    "usage: llambda bench-proj -m MODEL TENSOR [--backends cpu,onnx[:EP],test,...] [-n TOKENS] [-t THREADS]\n"
+    "                          [-r REPS] [--warmup N] [-o md|json]\n";
+
+/* Per backend: ms/run, GFLOP/s, GB/s of weights, speedup over the CPU and max |drift| from
+ * the CPU's result. A backend that is not available gets its row with the error. */
 int cmd_bench_proj(int argc, char **argv) {
-    const char *model = NULL, *tensor = NULL;
-    int threads = 0, reps = 20, ntok = 1;
+    const char *model = NULL, *tensor = NULL, *list = "cpu", *fmt = "md";
+    int threads = 0, reps = 20, ntok = 1, warmup = 3;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-m") && i + 1 < argc) model = argv[++i];
         else if (!strcmp(argv[i], "-t") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-n") && i + 1 < argc) ntok = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) warmup = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--backends") && i + 1 < argc) list = argv[++i];
+        else if (!strcmp(argv[i], "-o") && i + 1 < argc) fmt = argv[++i];
         else if (!tensor && argv[i][0] != '-') tensor = argv[i];
         else { tensor = NULL; break; }
     }
-    if (!model || !tensor) { fprintf(stderr, "usage: llambda bench-proj -m MODEL TENSOR [-n TOKENS] [-t THREADS] [-r REPS]\n"); return 2; }
+    if (!model || !tensor || (strcmp(fmt, "md") && strcmp(fmt, "json"))) { fputs(bench_proj_usage, stderr); return 2; }
+    char names[16][128];
+    int n = 0;
+    for (const char *p = list; *p && n < 16;) {
+        size_t len = strcspn(p, ",");
+        snprintf(names[n], sizeof names[n], "%.*s", (int)len, p);
+        if (len) n++;
+        p += len + (p[len] == ',');
+    }
     llambda_model_params mp = llambda_model_default_params();
     mp.n_threads = threads;
     llambda_model *m;
     if (llambda_model_load(model, &mp, &m)) { fprintf(stderr, "llambda: %s\n", llambda_last_error()); return 1; }
-    double s; int64_t rows, cols; uint64_t bytes;
-    if (llambda_bench_projection(m, tensor, ntok, threads, reps, &s, &rows, &cols, &bytes)) {
+    /* each accelerator on its own, so that one missing leaves its row with the reason */
+    static char load_err[16][512];
+    for (int i = 0; i < n; i++) {
+        load_err[i][0] = 0;
+        if (!strcmp(names[i], "cpu")) continue;
+        int before = llambda_backend_count(m);
+        if (llambda_backends_load(m, names[i]) != LLAMBDA_OK || llambda_backend_count(m) == before)
+            snprintf(load_err[i], sizeof load_err[i], "%s", llambda_last_error());
+    }
+    llambda_proj_bench cpu;
+    if (llambda_bench_projection(m, tensor, NULL, ntok, threads, reps, warmup, &cpu)) {
         fprintf(stderr, "llambda: %s\n", llambda_last_error());
         llambda_model_free(m);
         return 1;
     }
-    printf("%s [%lld x %lld], %d token(s), %s kernels: %.3f ms/run, %.2f GFLOP/s, %.2f GB/s of weights\n", tensor,
-           (long long)cols, (long long)rows, ntok, llambda_isa(), s * 1e3, 2.0 * (double)rows * (double)cols * ntok / s / 1e9,
-           (double)bytes / s / 1e9);
+    if (!strcmp(fmt, "json")) printf("[\n");
+    else printf("%s [%lld x %lld], %d token(s), %s kernels, %d threads (-1: all cores)\n\n| backend | ms/run | GFLOP/s | GB/s | speedup | max drift | error |\n|---|---:|---:|---:|---:|---:|---|\n",
+                tensor, (long long)cpu.cols, (long long)cpu.rows, ntok, llambda_isa(), threads ? threads : -1);
+    for (int i = 0; i < n; i++) {
+        llambda_proj_bench r = cpu;
+        const char *err = NULL;
+        char errbuf[512];
+        if (load_err[i][0]) err = load_err[i];
+        else if (strcmp(names[i], "cpu") && llambda_bench_projection(m, tensor, names[i], ntok, threads, reps, warmup, &r)) {
+            snprintf(errbuf, sizeof errbuf, "%s", llambda_last_error());
+            err = errbuf;
+        }
+        double flops = 2.0 * (double)r.rows * (double)r.cols * ntok;
+        if (!strcmp(fmt, "json")) {
+            printf("%s  {\"backend\": \"%s\", \"tensor\": \"%s\", \"n_tokens\": %d, ", i ? ",\n" : "", names[i], tensor, ntok);
+            if (err) {
+                printf("\"ms\": null, \"gflops\": null, \"gbps\": null, \"speedup\": null, \"max_drift\": null, \"error\": \"");
+                for (const char *q = err; *q; q++) { if (*q == '"' || *q == '\\') putchar('\\'); if ((unsigned char)*q >= 32) putchar(*q); }
+                printf("\"}");
+            } else
+                printf("\"ms\": %.6f, \"gflops\": %.4f, \"gbps\": %.4f, \"speedup\": %.4f, \"max_drift\": %.6g, \"error\": null}",
+                       r.seconds * 1e3, flops / r.seconds / 1e9, (double)r.weight_bytes / r.seconds / 1e9, cpu.seconds / r.seconds, r.max_drift);
+        } else if (err) printf("| %s | - | - | - | - | - | %s |\n", names[i], err);
+        else printf("| %s | %.3f | %.2f | %.2f | %.2fx | %.3g | |\n", names[i], r.seconds * 1e3, flops / r.seconds / 1e9,
+                    (double)r.weight_bytes / r.seconds / 1e9, cpu.seconds / r.seconds, r.max_drift);
+    }
+    if (!strcmp(fmt, "json")) printf("\n]\n");
     llambda_model_free(m);
     return 0;
 }

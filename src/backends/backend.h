@@ -75,6 +75,12 @@ struct ll_bindset {
 /* Run y = W x through the first binding that succeeds; 0 when none did (the CPU computes). */
 int ll_bindings_run(const ll_weight *w, const float *x, int n_tok, float *y);
 
+/* A session of the loaded backend `name` for one weight, outside the projection store
+ * (bench-proj): artifact from the cache or exported, then created. */
+llambda_status ll_backend_session(llambda_model *m, const char *name, const ll_weight *w, ll_backend **be, void **session);
+llambda_status ll_backend_session_run(ll_backend *be, void *session, const float *x, int n_tok, float *y);
+void ll_backend_session_free(ll_backend *be, void *session);
+
 /* Free every session and backend of a model (model.c calls it from llambda_model_free). */
 void ll_backends_free(llambda_model *m);
 

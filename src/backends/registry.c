@@ -69,7 +69,10 @@ static llambda_status load_one(llambda_model *m, const ll_backend_desc *d, const
     }
     if (st == LLAMBDA_ERR_ARG) { free(b); return st; }   /* a malformed option is the caller's error */
     if (st != LLAMBDA_OK) {
-        warn("backend '%s' is not available (%s); continuing without it", d->name, llambda_last_error());
+        char why[512];
+        snprintf(why, sizeof why, "%s", llambda_last_error());
+        warn("backend '%s' is not available (%s); continuing without it", d->name, why);
+        ll_error(st, "backend '%s' is not available: %s", d->name, why);   /* kept for the caller to read */
         free(b);
         return LLAMBDA_OK;
     }
@@ -207,6 +210,13 @@ static ll_weight *find_weight(llambda_model *m, const char *name) {
 static llambda_status parse_layers(const char *s, int n_layer, unsigned char *mask) {
     memset(mask, 0, (size_t)n_layer);
     if (!strcmp(s, "all")) { memset(mask, 1, (size_t)n_layer); return LLAMBDA_OK; }
+    if (!strncmp(s, "first:", 6)) {   /* -ngl N: the first N layers, as many as there are */
+        char *e;
+        long k = strtol(s + 6, &e, 10);
+        if (e == s + 6 || *e || k < 0) return ll_error(LLAMBDA_ERR_ARG, "layers '%s': expected first:N", s);
+        memset(mask, 1, (size_t)(k < n_layer ? k : n_layer));
+        return LLAMBDA_OK;
+    }
     const char *p = s;
     while (*p) {
         char *e;
@@ -438,6 +448,28 @@ llambda_status llambda_offload_enable(llambda_model *m) {
     if (!ok) return ll_error(last, "%s", msg);
     return LLAMBDA_OK;
 }
+
+llambda_status ll_backend_session(llambda_model *m, const char *name, const ll_weight *w, ll_backend **be, void **session) {
+    char base[64];
+    snprintf(base, sizeof base, "%.*s", (int)strcspn(name, ":"), name);
+    ll_backend *b = NULL;
+    for (int i = 0; i < m->n_backends; i++) if (!strcmp(m->backends[i]->desc->name, base)) b = m->backends[i];
+    if (!b) return ll_error(LLAMBDA_ERR_UNSUPPORTED, "backend '%s' is not loaded", base);
+    ll_offload *o = offload_of(m);
+    if (!o) return ll_error(LLAMBDA_ERR_NOMEM, "out of memory");
+    uint8_t *art = NULL; size_t len = 0;
+    llambda_status st = artifact_for(o, b, w, &art, &len);
+    if (!st) st = b->desc->session_create(b->state, w, art, len, session);
+    free(art);
+    if (!st) *be = b;
+    return st;
+}
+
+llambda_status ll_backend_session_run(ll_backend *be, void *session, const float *x, int n_tok, float *y) {
+    return be->desc->session_run(session, x, n_tok, y);
+}
+
+void ll_backend_session_free(ll_backend *be, void *session) { be->desc->session_free(session); }
 
 void llambda_offload_clear(llambda_model *m) {
     ll_offload *o = m->offload;
