@@ -13,6 +13,7 @@ int cmd_synth(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_bench_proj(int argc, char **argv);
+int cmd_bench_mem(int argc, char **argv);
 
 /* Accelerator options shared by run, chat, eval, serve and bench:
  *   --backend cuda|onnx[:EP][,...]  --offload-tensors NAMES  --offload-layers 0-3

@@ -18,7 +18,8 @@ static void usage(void) {
         "  synth    --preset NAME -o OUT.gguf [--type T] random-weight model with real shapes\n"
         "  bench    -m MODEL [-p 512] [-n 128] [-t T] [-r R] [-o md|json]\n"
         "  bench-proj -m MODEL TENSOR [--backends cpu,onnx,...] [-n TOKENS] [-t T] [-r R]\n"
-        "                                   time one projection per backend\n\n"
+        "                                   time one projection per backend\n"
+        "  bench-mem [-t T]                  measure the read bandwidth (the tg roofline)\n\n"
         "run 'llambda COMMAND --help' for a command's options.\n");
 }
 
@@ -36,6 +37,7 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "bench")) return cmd_bench(argc - 1, argv + 1);
     if (!strcmp(c, "serve")) return cmd_serve(argc - 1, argv + 1);
     if (!strcmp(c, "bench-proj")) return cmd_bench_proj(argc - 1, argv + 1);
+    if (!strcmp(c, "bench-mem")) return cmd_bench_mem(argc - 1, argv + 1);
     if (!strcmp(c, "--version")) { printf("llambda %s\n", LLAMBDA_VERSION); return 0; }
     fprintf(stderr, "llambda: unknown command '%s'\n", c);
     usage();

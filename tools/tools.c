@@ -1,6 +1,7 @@
 /* `llambda quantize`, `synth` and `bench`. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -686,5 +687,58 @@ int cmd_bench_proj(int argc, char **argv) {
     }
     if (!strcmp(fmt, "json")) printf("\n]\n");
     llambda_model_free(m);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ bench-mem */
+
+/* Read bandwidth: each thread streams its share of a buffer much larger than the caches;
+ * the best of several passes is reported. The roofline of token generation. */
+typedef struct { const uint8_t *p; size_t n; uint64_t sink; } mem_part;
+typedef uint64_t v2u64 __attribute__((vector_size(16)));
+
+static void *mem_read(void *arg) {
+    mem_part *m = arg;
+    v2u64 a = {0, 0}, b = {0, 0}, c = {0, 0}, d = {0, 0};
+    for (size_t o = 0; o + 64 <= m->n; o += 64) {
+        v2u64 x0, x1, x2, x3;
+        memcpy(&x0, m->p + o, 16); memcpy(&x1, m->p + o + 16, 16); memcpy(&x2, m->p + o + 32, 16); memcpy(&x3, m->p + o + 48, 16);
+        a ^= x0; b ^= x1; c ^= x2; d ^= x3;
+    }
+    a ^= b ^ c ^ d;
+    m->sink = a[0] ^ a[1];
+    return NULL;
+}
+
+int cmd_bench_mem(int argc, char **argv) {
+    int threads = 2, reps = 5;
+    size_t mib = 1024;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-t") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--size") && i + 1 < argc) mib = (size_t)atol(argv[++i]);
+        else { fputs("usage: llambda bench-mem [-t THREADS] [-r REPS] [--size MiB]\n", stderr); return 2; }
+    }
+    if (threads < 1 || threads > 256 || reps < 1 || mib < 64) { fputs("llambda: bench-mem: bad arguments\n", stderr); return 2; }
+    size_t n = mib << 20;
+    uint8_t *buf = malloc(n);
+    if (!buf) { fputs("llambda: bench-mem: out of memory\n", stderr); return 1; }
+    memset(buf, 1, n);
+    double best = 0;
+    for (int r = 0; r < reps; r++) {
+        pthread_t th[256];
+        mem_part parts[256];
+        double t0 = now();
+        for (int t = 0; t < threads; t++) {
+            parts[t].p = buf + n / (size_t)threads * (size_t)t;
+            parts[t].n = n / (size_t)threads;
+            pthread_create(&th[t], NULL, mem_read, &parts[t]);
+        }
+        for (int t = 0; t < threads; t++) pthread_join(th[t], NULL);
+        double gbs = (double)n / (now() - t0) / 1e9;
+        if (gbs > best) best = gbs;
+    }
+    printf("read bandwidth: %.2f GB/s (%d threads, %zu MiB, best of %d)\n", best, threads, mib, reps);
+    free(buf);
     return 0;
 }

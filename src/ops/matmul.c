@@ -28,7 +28,7 @@ static void matmul_task(void *arg, int ith, int nth) {
     int64_t n_tiles = (rows + ROW_TILE - 1) / ROW_TILE;
     /* one token: each thread streams one contiguous part of the weights (prefetch-friendly);
      * a batch: compute-bound, so tiles go to whichever thread is free */
-    int dynamic = j->n_tok > 1, done = 0;
+    int dynamic = 1, done = 0;
     for (;;) {
     int64_t t0, t1;
     if (dynamic) {

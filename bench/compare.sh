@@ -1,0 +1,55 @@
+#!/bin/sh
+# Side-by-side benchmark: llambda and llama.cpp on the same GGUF files, the same thread
+# count, in one run, alternating engines per file so that both see the same machine state.
+#
+#   bench/compare.sh LLAMA_CPP_BUILD_DIR MODEL.gguf [MODEL.gguf ...]
+#
+# Environment: THREADS (default 2), REPS (default 3), PP (default 512), TG (default 128),
+# LLAMBDA (default build/llambda). Writes a Markdown table to stdout:
+#   ratio = llambda t/s / llama.cpp t/s; roofline = tg t/s x model bytes / read bandwidth
+# (the bandwidth is measured by `llambda bench-mem` in the same run; for models with routed
+# experts the file size overstates the bytes read per token, so their roofline column is
+# left out).
+set -eu
+[ $# -ge 2 ] || { echo "usage: $0 LLAMA_CPP_BUILD_DIR MODEL.gguf [MODEL.gguf ...]" >&2; exit 2; }
+LCPP=$1; shift
+BENCH=$LCPP/bin/llama-bench
+[ -x "$BENCH" ] || BENCH=$LCPP/llama-bench
+[ -x "$BENCH" ] || { echo "no llama-bench in $LCPP/bin or $LCPP" >&2; exit 2; }
+LLAMBDA=${LLAMBDA:-build/llambda}
+T=${THREADS:-2}; R=${REPS:-3}; PP=${PP:-512}; TG=${TG:-128}
+
+# the value of "key": in one JSON object per line
+field() { sed -n "s/.*\"$1\": *\"\{0,1\}\([^\",}]*\)\"\{0,1\}[,}].*/\1/p"; }
+
+BW=$("$LLAMBDA" bench-mem -t "$T" | sed -n 's/read bandwidth: \([0-9.]*\) GB\/s.*/\1/p')
+COMMIT=""
+CPU=$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo 2>/dev/null | head -1)
+echo "CPU: $CPU; $T threads; read bandwidth $BW GB/s (llambda bench-mem); $(date -u +%Y-%m-%d)"
+ROWS=""
+for M in "$@"; do
+    size=$(stat -c %s "$M")
+    # llama.cpp: one JSON object per line (pp first, then tg)
+    L=$("$BENCH" -m "$M" -p "$PP" -n "$TG" -t "$T" -r "$R" -o jsonl 2>/dev/null)
+    COMMIT=$(printf '%s\n' "$L" | field build_commit | head -1)
+    lpp=$(printf '%s\n' "$L" | grep "\"n_prompt\": $PP, \"n_gen\": 0" | field avg_ts)
+    ltg=$(printf '%s\n' "$L" | grep "\"n_prompt\": 0, \"n_gen\": $TG" | field avg_ts)
+    # llambda: its JSON array has one object per line too
+    O=$("$LLAMBDA" bench -m "$M" -p "$PP" -n "$TG" -t "$T" -r "$R" -o json)
+    opp=$(printf '%s\n' "$O" | grep "\"n_prompt\": $PP, \"n_gen\": 0" | field avg_ts)
+    otg=$(printf '%s\n' "$O" | grep "\"n_prompt\": 0, \"n_gen\": $TG" | field avg_ts)
+    isa=$(printf '%s\n' "$O" | field isa | head -1)
+    experts=$("$LLAMBDA" info "$M" 2>/dev/null | grep -c 'expert_count' || true)
+    ROWS="$ROWS$(awk -v m="$(basename "$M")" -v s="$size" -v bw="$BW" -v lpp="$lpp" -v ltg="$ltg" -v opp="$opp" -v otg="$otg" \
+        -v pp="$PP" -v tg="$TG" -v isa="$isa" -v moe="$experts" 'BEGIN {
+        roof = moe > 0 ? "n/a (experts)" : sprintf("%.0f%% / %.0f%%", 100 * otg * s / (bw * 1e9), 100 * ltg * s / (bw * 1e9));
+        printf "| %s | %.0f MB | pp%d | %.2f | %.2f | %.2fx | |\n", m, s / 1e6, pp, opp, lpp, opp / lpp;
+        printf "| %s | %.0f MB | tg%d | %.2f | %.2f | %.2fx | %s |\n", m, s / 1e6, tg, otg, ltg, otg / ltg, roof;
+    }')
+"
+done
+echo "llama.cpp build $COMMIT; llambda kernels: ${isa:-?}"
+echo
+echo "| model | size | test | llambda t/s | llama.cpp t/s | ratio | roofline llambda / llama.cpp |"
+echo "|---|---:|---|---:|---:|---:|---:|"
+printf '%s' "$ROWS"
