@@ -12,7 +12,7 @@ LIB_SRC = src/error.c src/os_posix.c src/gguf.c src/quant/float.c src/quant/quan
           src/kernels/scalar.c src/kernels/dispatch.c $(wildcard src/ops/*.c) $(wildcard src/arch/*.c) \
           $(wildcard src/tokenizer/*.c) $(wildcard src/backends/*.c) $(filter-out src/error.c src/os_posix.c src/gguf.c,$(wildcard src/*.c))
 ifeq ($(ARCH),x86_64)
-LIB_SRC += src/kernels/avx2.c
+LIB_SRC += src/kernels/avx2.c src/kernels/avx512.c
 CFLAGS_BASE += -DLL_HAVE_AVX2
 endif
 LIB_SRC := $(sort $(LIB_SRC))
@@ -30,6 +30,10 @@ $(BUILD)/%.o: %.c include/llambda.h src/internal.h $(wildcard src/*/*.h) $(wildc
 $(BUILD)/src/kernels/avx2.o: src/kernels/avx2.c include/llambda.h src/internal.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -mavx2 -mfma -mf16c -c $< -o $@
+
+$(BUILD)/src/kernels/avx512.o: src/kernels/avx512.c src/kernels/avx2.c include/llambda.h src/internal.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512vnni -c $< -o $@
 
 $(BUILD)/libllambda.a: $(LIB_OBJ)
 	@rm -f $@

@@ -124,6 +124,9 @@ void ll_kernels_scalar(ll_kernels *k);
 #ifdef LL_HAVE_AVX2
 void ll_kernels_avx2(ll_kernels *k);
 int ll_cpu_has_avx2(void);
+int ll_cpu_has_avx2_base(void);
+void ll_kernels_avx512(ll_kernels *k);   /* AVX-512 F/BW/VL + VNNI */
+int ll_cpu_has_avx512(void);
 #endif
 
 /* The f16·f16 dot every ISA reproduces (scalar.c): used by attention too. */

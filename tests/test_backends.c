@@ -254,6 +254,9 @@ int main(void) {
         llambda_model *m = load(MODEL, "test", NULL, NULL);
         CHECK(llambda_offload_register(m, NULL, "0-1", "q,zz") == LLAMBDA_ERR_ARG && strstr(llambda_last_error(), "unknown role 'zz'"), "%s", llambda_last_error());
         CHECK(llambda_offload_register(m, NULL, "0-99", "q") == LLAMBDA_ERR_ARG && strstr(llambda_last_error(), "out of range"), "%s", llambda_last_error());
+        CHECK(llambda_offload_register(m, NULL, "0-99", NULL) == LLAMBDA_ERR_ARG && strstr(llambda_last_error(), "out of range"), "all roles: %s", llambda_last_error());
+        CHECK(llambda_offload_register(m, NULL, "1-0", NULL) == LLAMBDA_ERR_ARG, "a backwards range");
+        CHECK(llambda_offload_register(m, NULL, "x", NULL) == LLAMBDA_ERR_ARG, "not a number");
         CHECK(llambda_offload_register(m, NULL, "0", "ssm_in") == LLAMBDA_ERR_ARG && strstr(llambda_last_error(), "ssm_in"), "%s", llambda_last_error());
         CHECK(llambda_offload_register(m, "blk.0.attn_q.weight,nope.weight", NULL, NULL) == LLAMBDA_ERR_ARG &&
               strstr(llambda_last_error(), "nope.weight"), "%s", llambda_last_error());

@@ -92,7 +92,25 @@ check "cli: a quantized model runs" test $? -eq 0
 check "cli: bench -o json has n_prompt, n_gen, avg_ts, stddev_ts" sh -c "grep -q '\"n_prompt\": 16' \"$T/bench.json\" && grep -q '\"n_gen\": 8' \"$T/bench.json\" && grep -q avg_ts \"$T/bench.json\" && grep -q stddev_ts \"$T/bench.json\""
 check "cli: bench table" sh -c "\"$L\" bench -m \"$F/models/tiny-llama31-Q4_K_M.gguf\" -p 8 -n 4 -r 1 | grep -q '| pp8 |'"
 
-check "cli: bench-proj times one projection" sh -c "\"$L\" bench-proj -m \"$F/models/tiny-llama31-Q4_K_M.gguf\" blk.0.ffn_up.weight -r 3 | grep -q 'ms/run, .* GFLOP/s, .* GB/s'"
+check "cli: bench-proj times one projection" sh -c "\"$L\" bench-proj -m \"$F/models/tiny-llama31-Q4_K_M.gguf\" blk.0.ffn_up.weight -r 3 | grep -q '^| cpu | [0-9.]* | [0-9.]* | [0-9.]* | 1.00x | 0 |'"
+# one row per backend; an unavailable one carries its error and the others still run
+"$L" bench-proj -m "$F/models/tiny-llama31-Q4_K_M.gguf" blk.0.ffn_up.weight -r 3 -n 4 --backends cpu,test,testnpu:fail=load,cuda -o json > "$T/bpj" 2>/dev/null; rc=$?
+check "cli: bench-proj --backends: JSON row per backend, drift 0 for the reference backend" sh -c "[ $rc -eq 0 ] &&
+  grep -q '\"backend\": \"cpu\".*\"speedup\": 1.0000, \"max_drift\": 0, \"error\": null' \"$T/bpj\" &&
+  grep -q '\"backend\": \"test\", .*\"ms\": [0-9.]*, \"gflops\": [0-9.]*, \"gbps\": [0-9.]*, \"speedup\": [0-9.]*, \"max_drift\": 0, \"error\": null' \"$T/bpj\" &&
+  grep -q '\"backend\": \"testnpu:fail=load\".*\"ms\": null.*\"error\": \"backend .testnpu. is not available' \"$T/bpj\" &&
+  grep -q '\"backend\": \"cuda\".*\"error\": \"unknown backend .cuda.' \"$T/bpj\""
+# offloaded projections give the CPU's text (the reference backend computes the same bits)
+"$L" run -m "$F/models/tiny-llama31-Q8_0.gguf" -p "hello" -n 12 --temp 0 > "$T/cpu.txt" 2>/dev/null
+LLAMBDA_CACHE_DIR="$T/cache" "$L" run -m "$F/models/tiny-llama31-Q8_0.gguf" -p "hello" -n 12 --temp 0 --backend test --offload-layers all > "$T/off.txt" 2>"$T/off.err"; rc=$?
+check "cli: --backend test --offload-layers all gives the CPU's text" sh -c "[ $rc -eq 0 ] && cmp -s \"$T/cpu.txt\" \"$T/off.txt\" && ls \"$T/cache\" | grep -q '[0-9a-f]\{64\}.art'"
+"$L" run -m "$F/models/tiny-llama31-Q8_0.gguf" -p "hello" -n 12 --temp 0 --backend test:fail=load --offload-layers 0 --offload-roles q,k > "$T/warn.txt" 2>"$T/warn.err"; rc=$?
+check "cli: an unavailable backend warns once and the CPU answers" sh -c "[ $rc -eq 0 ] && cmp -s \"$T/cpu.txt\" \"$T/warn.txt\" && [ \$(grep -c 'warning: backend .test. is not available' \"$T/warn.err\") -eq 1 ]"
+"$L" run -m "$F/models/tiny-llama31-Q8_0.gguf" -n 4 --backend test --offload-layers 0-999 2>"$T/range.err"; rc=$?
+check "cli: a layer out of range is an error" sh -c "[ $rc -ne 0 ] && grep -q 'out of range' \"$T/range.err\""
+"$L" run -m "$F/models/tiny-llama31-Q8_0.gguf" -n 4 -ngl 99 2>"$T/ngl.err"; rc=$?
+check "cli: -ngl without a CUDA build says so" sh -c "[ $rc -ne 0 ] && grep -q \"unknown backend 'cuda'\" \"$T/ngl.err\""
+check "cli: bench-mem measures the read bandwidth" sh -c "\"$L\" bench-mem -t 1 -r 1 --size 64 | grep -q 'read bandwidth: [0-9.]* GB/s'"
 "$L" bench-proj -m "$F/models/tiny-llama31-Q4_K_M.gguf" blk.0.attn_norm.weight 2>"$T/bp"; rc=$?
 check "cli: bench-proj refuses a vector" sh -c "[ $rc -ne 0 ] && grep -q 'not a 2-D weight' \"$T/bp\""
 

@@ -60,6 +60,10 @@ int main(void) {
     ll_kernels_scalar(&scalar);
     active = *ll_kernels_get();
     printf("  active kernels: %s\n", active.isa);
+#ifdef LL_HAVE_AVX2
+    printf("  this CPU: avx2 %s, avx512 (F/BW/VL/VNNI) %s\n", ll_cpu_has_avx2() ? "yes" : "no",
+           ll_cpu_has_avx2() && ll_cpu_has_avx512() ? "yes" : "no");
+#endif
     int n = 0;
     for (int type = 0; type < LLAMBDA_TYPE_COUNT; type++) {
         const llambda_type_traits *t = llambda_type_get(type);
@@ -70,6 +74,12 @@ int main(void) {
         TEST(name) {
             compare(&scalar, &scalar, type);
             compare(&scalar, &active, type);
+#ifdef LL_HAVE_AVX2
+            /* every ISA this CPU has, whichever one is active */
+            ll_kernels k2 = scalar, k512 = scalar;
+            if (ll_cpu_has_avx2()) { ll_kernels_avx2(&k2); compare(&scalar, &k2, type); }
+            if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) { ll_kernels_avx512(&k512); compare(&scalar, &k512, type); }
+#endif
         }
         n++;
     }

@@ -298,17 +298,13 @@ llambda_status llambda_offload_register(llambda_model *m, const char *tensors, c
     if (tensors && *tensors) st = each_word(tensors, select_tensor, &s);
     if (!st && layers && *layers) {
         st = parse_layers(layers, m->hp.n_layer, mask);
-        if (!st) st = each_word(role_list && *role_list ? role_list : default_roles, select_role, &s);
-        /* the default list names roles a given architecture lacks: only explicit roles must exist */
-        if (st && !(role_list && *role_list)) {
-            ll_error_clear();
-            st = LLAMBDA_OK;
+        if (!st && role_list && *role_list) st = each_word(role_list, select_role, &s);
+        else if (!st)   /* no roles named: every projection the selected layers have */
             for (int r = 0; r < N_ROLES; r++)
                 for (int l = 0; l < m->hp.n_layer && !st; l++) {
                     ll_weight *w = (ll_weight *)((char *)&m->layers[l] + roles[r].off);
                     if (mask[l] && is_matrix(w)) st = add_weight(&sel, w);
                 }
-        }
     } else if (!st && role_list && *role_list) {
         st = ll_error(LLAMBDA_ERR_ARG, "roles '%s' need layers (e.g. \"0-3\" or \"all\")", role_list);
     }

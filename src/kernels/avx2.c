@@ -1,14 +1,29 @@
 /* AVX2 + FMA + F16C dot products. Each one computes exactly what its scalar twin in
  * scalar.c computes — the same exact integer lane sums, the same fused multiply-adds in
  * the same lane layout, the same final reduction — so results are bitwise identical
- * across ISAs. Compiled with -mavx2 -mfma -mf16c; used only after a cpuid check. */
+ * across ISAs. Compiled with -mavx2 -mfma -mf16c; used only after a cpuid check.
+ * avx512.c compiles this same file again with AVX-512 (VL, BW, VNNI) enabled: the integer
+ * steps become VNNI instructions and the compiler gets 32 vector registers. */
 #include "../internal.h"
 #include <cpuid.h>
 #include <immintrin.h>
 
+#ifdef LL_AVX512
+/* cpuid: AVX-512 F (leaf 7 EBX 16), BW (EBX 30), VL (EBX 31), VNNI (ECX 11), on top of the
+ * AVX2 set; and the OS saving the opmask and ZMM state (XCR0 bits 5-7). */
+int ll_cpu_has_avx512(void) {
+    unsigned a, b, c, d;
+    if (!ll_cpu_has_avx2_base()) return 0;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & 0xe6) != 0xe6) return 0;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+    return ((b >> 16) & 1) && ((b >> 30) & 1) && ((b >> 31) & 1) && ((c >> 11) & 1);
+}
+#else
 /* cpuid: AVX2 (leaf 7 EBX 5), FMA (leaf 1 ECX 12), F16C (ECX 29), and the OS saving the
  * YMM state (OSXSAVE, ECX 27, and XCR0 bits 1-2). */
-int ll_cpu_has_avx2(void) {
+int ll_cpu_has_avx2_base(void) {
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
     int fma = (c >> 12) & 1, f16c = (c >> 29) & 1, osxsave = (c >> 27) & 1;
@@ -19,6 +34,25 @@ int ll_cpu_has_avx2(void) {
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
     return (b >> 5) & 1;
 }
+
+int ll_cpu_has_avx2(void) { return ll_cpu_has_avx2_base(); }
+#endif
+
+/* The two integer steps every quantized kernel is made of. With AVX-512 VNNI (in its
+ * 256-bit form) each is one instruction; without, two or three. The integers are exact
+ * either way (no intermediate saturates: |u·s| pairs stay within int16), so both builds
+ * give the same sums. */
+#ifdef LL_AVX512
+#define ISA_NAME "avx512"
+/* lane m: u[4m..4m+3] · s[4m..4m+3], u unsigned, s signed bytes */
+#define DOT_U8I8_4(u, s) _mm256_dpbusd_epi32(_mm256_setzero_si256(), (u), (s))
+/* acc + pairwise int16 products summed to int32 */
+#define ACC_MADD16(acc, a, b) _mm256_dpwssd_epi32((acc), (a), (b))
+#else
+#define ISA_NAME "avx2"
+#define DOT_U8I8_4(u, s) _mm256_madd_epi16(_mm256_maddubs_epi16((u), (s)), _mm256_set1_epi16(1))
+#define ACC_MADD16(acc, a, b) _mm256_add_epi32((acc), _mm256_madd_epi16((a), (b)))
+#endif
 
 /* hsum8 of scalar.c: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) */
 static inline float hsum8(__m256 x) {
@@ -76,8 +110,7 @@ static void dot_f16(int64_t n, float *s, const void *w, const void *x) { *s = do
 /* Signed bytes a·b summed in groups of four into 8 int32 lanes (lane m = bytes 4m..4m+3
  * of each 128-bit half, i.e. elements 4m..4m+3 in order). */
 static inline __m256i dot_i8_groups4(__m256i a, __m256i b) {
-    __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
-    return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+    return DOT_U8I8_4(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
 }
 
 /* unsigned bytes u (0..127) times signed bytes b, pairs summed to int16 */
@@ -134,8 +167,8 @@ static inline __m256i q4_K_block_sums(const block_q4_K *a, const block_q8_K *b, 
         __m256i ql = _mm256_and_si256(q4, m4), qh = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
         __m256i pl = mul_u8_i8_pairs(ql, _mm256_loadu_si256((const __m256i *)(b->qs + 64 * j)));
         __m256i ph = mul_u8_i8_pairs(qh, _mm256_loadu_si256((const __m256i *)(b->qs + 64 * j + 32)));
-        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pl, _mm256_set1_epi16(sc[2 * j])));
-        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(ph, _mm256_set1_epi16(sc[2 * j + 1])));
+        sumi = ACC_MADD16(sumi, pl, _mm256_set1_epi16(sc[2 * j]));
+        sumi = ACC_MADD16(sumi, ph, _mm256_set1_epi16(sc[2 * j + 1]));
     }
     return sumi;
 }
@@ -276,7 +309,7 @@ static void dot_q4_K_x8_t4(int64_t n, float *out, size_t out_stride, const void 
                 {                                                                                                  \
                     __m256i pl = mul_u8_i8_pairs(ql, _mm256_loadu_si256((const __m256i *)(y[t]->qs + 64 * j)));     \
                     __m256i ph = mul_u8_i8_pairs(qh, _mm256_loadu_si256((const __m256i *)(y[t]->qs + 64 * j + 32))); \
-                    acc = _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(pl, sl), _mm256_madd_epi16(ph, sh))); \
+                    acc = ACC_MADD16(ACC_MADD16(acc, pl, sl), ph, sh);                                            \
                 }
                 Q4K_TOKEN(s0, 0) Q4K_TOKEN(s1, 1) Q4K_TOKEN(s2, 2) Q4K_TOKEN(s3, 3)
 #undef Q4K_TOKEN
@@ -316,8 +349,8 @@ static void dot_q5_K(int64_t n, float *s, const void *w, const void *x) {
             __m256i qh = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q5, 4), m4), hh);
             __m256i pl = mul_u8_i8_pairs(ql, _mm256_loadu_si256((const __m256i *)(b[i].qs + 64 * j)));
             __m256i ph = mul_u8_i8_pairs(qh, _mm256_loadu_si256((const __m256i *)(b[i].qs + 64 * j + 32)));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pl, _mm256_set1_epi16(sc[2 * j])));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(ph, _mm256_set1_epi16(sc[2 * j + 1])));
+            sumi = ACC_MADD16(sumi, pl, _mm256_set1_epi16(sc[2 * j]));
+            sumi = ACC_MADD16(sumi, ph, _mm256_set1_epi16(sc[2 * j + 1]));
         }
         summs = fmaf(dmin, (float)msum, summs);
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
@@ -357,7 +390,7 @@ static void dot_q6_K(int64_t n, float *s, const void *w, const void *x) {
                 __m256i p = _mm256_sub_epi16(mul_u8_i8_pairs(q[t], y), mul_u8_i8_pairs(m32, y));
                 int sa = a[i].scales[8 * h + 2 * t], sb = a[i].scales[8 * h + 2 * t + 1];
                 __m256i scale = _mm256_set_m128i(_mm_set1_epi16((short)sb), _mm_set1_epi16((short)sa));
-                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scale));
+                sumi = ACC_MADD16(sumi, p, scale);
             }
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
@@ -402,7 +435,7 @@ static void dot_q6_K_x8_t4(int64_t n, float *out, size_t out_stride, const void 
                 for (int g = 0; g < 8; g++) {
                     __m256i yv = _mm256_loadu_si256((const __m256i *)(y[t][i].qs + 32 * g));
                     __m256i pr = _mm256_sub_epi16(mul_u8_i8_pairs(q[g], yv), q8s[i][t][g]);
-                    sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pr, sc[g]));
+                    sumi = ACC_MADD16(sumi, pr, sc[g]);
                 }
                 acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(y[t][i].d * xd), _mm256_cvtepi32_ps(sumi), acc[t]);
             }
@@ -419,7 +452,6 @@ static void dot_q6_K_x8_t4(int64_t n, float *out, size_t out_stride, const void 
 static void dot_q8_0_x8_t4(int64_t n, float *out, size_t out_stride, const void *w, size_t stride,
                            const void *x, size_t x_stride) {
     const uint8_t *wb = w;
-    const __m256i ones = _mm256_set1_epi16(1);
     int64_t nb = n / 32;
     if (nb > Q8_0_MAX_BLOCKS) {   /* very long rows: the single-row kernel */
         x8_t4_by_rows(dot_q8_0, n, out, out_stride, w, stride, x, x_stride);
@@ -437,7 +469,7 @@ static void dot_q8_0_x8_t4(int64_t n, float *out, size_t out_stride, const void 
             float xd = LL_FP16(a[i].d);
 #define Q8_0_TOKEN(acc, yt, t)                                                                                      \
             {                                                                                                       \
-                __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)yt[i].qs), wv)), ones); \
+                __m256i p = DOT_U8I8_4(aw, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)yt[i].qs), wv));    \
                 acc = _mm256_fmadd_ps(_mm256_set1_ps(xd * yd[t][i]), _mm256_cvtepi32_ps(p), acc);                     \
             }
             Q8_0_TOKEN(a0, y0, 0) Q8_0_TOKEN(a1, y1, 1) Q8_0_TOKEN(a2, y2, 2) Q8_0_TOKEN(a3, y3, 3)
@@ -473,11 +505,11 @@ static void dot_q4_0_x8_t4(int64_t n, float *out, size_t out_stride, const void 
     for (int t = 0; t < 4; t++) y[t] = (const block_q8_0 *)(xb + (size_t)t * x_stride);
     static _Thread_local __m128 yd[Q8_0_MAX_BLOCKS];
     static _Thread_local __m128i ysum8[Q8_0_MAX_BLOCKS];
-    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    const __m256i ones8 = _mm256_set1_epi8(1);
     for (int64_t i = 0; i < nb; i++) {
         __m256i s[4];
         for (int t = 0; t < 4; t++)
-            s[t] = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, _mm256_loadu_si256((const __m256i *)y[t][i].qs)), ones16);
+            s[t] = DOT_U8I8_4(ones8, _mm256_loadu_si256((const __m256i *)y[t][i].qs));
         ysum8[i] = _mm_slli_epi32(sum8x4(s), 3);
         yd[i] = _mm_setr_ps(LL_FP16(y[0][i].d), LL_FP16(y[1][i].d), LL_FP16(y[2][i].d), LL_FP16(y[3][i].d));
     }
@@ -487,7 +519,7 @@ static void dot_q4_0_x8_t4(int64_t n, float *out, size_t out_stride, const void 
         for (int64_t i = 0; i < nb; i++) {
             __m256i q = unpack_nibbles(a[i].qs), p[4];
             for (int t = 0; t < 4; t++)
-                p[t] = _mm256_madd_epi16(_mm256_maddubs_epi16(q, _mm256_loadu_si256((const __m256i *)y[t][i].qs)), ones16);
+                p[t] = DOT_U8I8_4(q, _mm256_loadu_si256((const __m256i *)y[t][i].qs));
             __m128i isum = _mm_sub_epi32(sum8x4(p), ysum8[i]);
             __m128 scale = _mm_mul_ps(yd[i], _mm_set1_ps(LL_FP16(a[i].d)));
             acc = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), scale, acc);
@@ -596,7 +628,7 @@ static void attend_f16(const uint16_t *q16, const uint16_t *K, const uint16_t *V
 }
 
 void ll_kernels_avx2(ll_kernels *k) {
-    k->isa = "avx2";
+    k->isa = ISA_NAME;
     k->vec_dot[LLAMBDA_TYPE_F32] = dot_f32;
     k->vec_dot[LLAMBDA_TYPE_F16] = dot_f16;
     k->vec_dot[LLAMBDA_TYPE_Q8_0] = dot_q8_0;

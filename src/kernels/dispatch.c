@@ -1,4 +1,4 @@
-/* Chooses the kernel set once: the best ISA the CPU has, or LLAMBDA_ISA=scalar|avx2. */
+/* Chooses the kernel set once: the best ISA the CPU has, or LLAMBDA_ISA=scalar|avx2|avx512. */
 #include "../internal.h"
 #include <pthread.h>
 #include <stdio.h>
@@ -12,14 +12,15 @@ static void choose(void) {
     const char *want = getenv("LLAMBDA_ISA");
     ll_kernels_scalar(&kernels);
 #ifdef LL_HAVE_AVX2
-    int avx2 = ll_cpu_has_avx2();
-    if (want && strcmp(want, "scalar") != 0 && strcmp(want, "avx2") != 0 && strcmp(want, "avx512") != 0)
-        fprintf(stderr, "llambda: LLAMBDA_ISA=%s unknown (scalar, avx2); using the best available\n", want);
-    if (want && strcmp(want, "scalar") == 0) return;
-    if (want && strcmp(want, "avx512") == 0)
-        fprintf(stderr, "llambda: LLAMBDA_ISA=avx512: there are no AVX-512 kernels yet; using %s\n", avx2 ? "avx2" : "scalar");
-    if (avx2) ll_kernels_avx2(&kernels);
-    else if (want && strcmp(want, "avx2") == 0) fprintf(stderr, "llambda: this CPU lacks AVX2; using scalar kernels\n");
+    int avx2 = ll_cpu_has_avx2(), avx512 = avx2 && ll_cpu_has_avx512();
+    if (want && *want && strcmp(want, "scalar") && strcmp(want, "avx2") && strcmp(want, "avx512"))
+        fprintf(stderr, "llambda: LLAMBDA_ISA=%s unknown (scalar, avx2, avx512); using the best available\n", want);
+    if (want && !strcmp(want, "scalar")) return;
+    if (want && !strcmp(want, "avx512") && !avx512)
+        fprintf(stderr, "llambda: this CPU lacks AVX-512 F/BW/VL/VNNI; using %s kernels\n", avx2 ? "avx2" : "scalar");
+    if (want && !strcmp(want, "avx2") && !avx2) fprintf(stderr, "llambda: this CPU lacks AVX2; using scalar kernels\n");
+    if (avx512 && !(want && !strcmp(want, "avx2"))) ll_kernels_avx512(&kernels);
+    else if (avx2) ll_kernels_avx2(&kernels);
 #else
     (void)want;
 #endif
