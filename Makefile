@@ -15,8 +15,20 @@ ifeq ($(ARCH),x86_64)
 LIB_SRC += src/kernels/avx2.c src/kernels/avx512.c
 CFLAGS_BASE += -DLL_HAVE_AVX2
 endif
+# The CUDA backend: `make CUDA=1` (nvcc from PATH or $(CUDA_HOME)); the default build has none.
+CUDA ?= 0
+CUDA_HOME ?= /usr/local/cuda
+NVCC ?= $(shell command -v nvcc 2>/dev/null || echo $(CUDA_HOME)/bin/nvcc)
+CU_OBJ =
+ifeq ($(CUDA),1)
+CFLAGS_BASE += -DLL_HAVE_CUDA
+CU_OBJ = $(BUILD)/src/backends/cuda_kernels.o
+LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -lstdc++
+else
+LIB_SRC := $(filter-out src/backends/cuda.c,$(LIB_SRC))
+endif
 LIB_SRC := $(sort $(LIB_SRC))
-LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o) $(CU_OBJ)
 TOOLS = $(BUILD)/llambda
 TEST_SRC = $(wildcard tests/test_*.c)
 TESTS = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
@@ -34,6 +46,10 @@ $(BUILD)/src/kernels/avx2.o: src/kernels/avx2.c include/llambda.h src/internal.h
 $(BUILD)/src/kernels/avx512.o: src/kernels/avx512.c src/kernels/avx2.c include/llambda.h src/internal.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512vnni -c $< -o $@
+
+$(BUILD)/src/backends/cuda_kernels.o: src/backends/cuda_kernels.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 -Xcompiler -fPIC,-Wall,-Wextra,-Werror -Werror all-warnings -c $< -o $@
 
 $(BUILD)/libllambda.a: $(LIB_OBJ)
 	@rm -f $@

@@ -5,7 +5,7 @@
 #   bench/compare.sh LLAMA_CPP_BUILD_DIR MODEL.gguf [MODEL.gguf ...]
 #
 # Environment: THREADS (default 2), REPS (default 3), PP (default 512), TG (default 128),
-# LLAMBDA (default build/llambda). Writes a Markdown table to stdout:
+# LLAMBDA (default build/llambda), BENCH_ARGS (passed to both engines, e.g. "-ngl 99"). Writes a Markdown table to stdout:
 #   ratio = llambda t/s / llama.cpp t/s; roofline = tg t/s x model bytes / read bandwidth
 # (the bandwidth is measured by `llambda bench-mem` in the same run; for models with routed
 # experts the file size overstates the bytes read per token, so their roofline column is
@@ -17,7 +17,7 @@ BENCH=$LCPP/bin/llama-bench
 [ -x "$BENCH" ] || BENCH=$LCPP/llama-bench
 [ -x "$BENCH" ] || { echo "no llama-bench in $LCPP/bin or $LCPP" >&2; exit 2; }
 LLAMBDA=${LLAMBDA:-build/llambda}
-T=${THREADS:-2}; R=${REPS:-3}; PP=${PP:-512}; TG=${TG:-128}
+T=${THREADS:-2}; R=${REPS:-3}; PP=${PP:-512}; TG=${TG:-128}; EXTRA=${BENCH_ARGS:-}
 
 # the value of "key": in one JSON object per line
 field() { sed -n "s/.*\"$1\": *\"\{0,1\}\([^\",}]*\)\"\{0,1\}[,}].*/\1/p"; }
@@ -30,12 +30,14 @@ ROWS=""
 for M in "$@"; do
     size=$(stat -c %s "$M")
     # llama.cpp: one JSON object per line (pp first, then tg)
-    L=$("$BENCH" -m "$M" -p "$PP" -n "$TG" -t "$T" -r "$R" -o jsonl 2>/dev/null)
+    # shellcheck disable=SC2086
+    L=$("$BENCH" -m "$M" -p "$PP" -n "$TG" -t "$T" -r "$R" $EXTRA -o jsonl 2>/dev/null)
     COMMIT=$(printf '%s\n' "$L" | field build_commit | head -1)
     lpp=$(printf '%s\n' "$L" | grep "\"n_prompt\": $PP, \"n_gen\": 0" | field avg_ts)
     ltg=$(printf '%s\n' "$L" | grep "\"n_prompt\": 0, \"n_gen\": $TG" | field avg_ts)
     # llambda: its JSON array has one object per line too
-    O=$("$LLAMBDA" bench -m "$M" -p "$PP" -n "$TG" -t "$T" -r "$R" -o json)
+    # shellcheck disable=SC2086
+    O=$("$LLAMBDA" bench -m "$M" -p "$PP" -n "$TG" -t "$T" -r "$R" $EXTRA -o json)
     opp=$(printf '%s\n' "$O" | grep "\"n_prompt\": $PP, \"n_gen\": 0" | field avg_ts)
     otg=$(printf '%s\n' "$O" | grep "\"n_prompt\": 0, \"n_gen\": $TG" | field avg_ts)
     isa=$(printf '%s\n' "$O" | field isa | head -1)

@@ -335,6 +335,18 @@ int main(void) {
                 CHECK(e <= 2e-3, "bf16 NMSE %.3g", e);
                 free(got);
                 llambda_model_free(m);
+                /* F32 weights: the CPU path multiplies in F32 too, so the float tolerance holds */
+                llambda_model *f = load("models/tiny-llama31-F32.gguf", NULL, NULL, NULL);
+                int nvf = 0;
+                float *fref = f ? run_logits(f, &nvf) : NULL;
+                llambda_model_free(f);
+                f = load("models/tiny-llama31-F32.gguf", "onnx:CPU", "all", NULL);
+                float *fgot = f ? run_logits(f, &nvf) : NULL;
+                e = fgot && fref ? max_nmse(fgot, fref, N_PROMPT, nvf) : INFINITY;
+                printf("  F32 file, every projection on ONNX Runtime: max NMSE %.3g\n", e);
+                CHECK(e <= 1e-5, "F32 NMSE %.3g", e);
+                free(fref); free(fgot);
+                llambda_model_free(f);
                 m = load(MODEL, "onnx:NoSuchEP", NULL, NULL);
                 CHECK(!m && strstr(llambda_last_error(), "NoSuchEP"), "unknown provider: %s", llambda_last_error());
                 m = load(MODEL, "onnx:VitisAI", "all", NULL);

@@ -36,9 +36,11 @@ static void *run(void *arg) {
     return NULL;
 }
 
-static void check(const char *model, int shared) {
+static void check_with(const char *model, int shared, const char *backends) {
     llambda_model *m;
-    if (llambda_model_load(fixture(model), NULL, &m)) { CHECK(0, "%s", llambda_last_error()); return; }
+    llambda_model_params mp = llambda_model_default_params();
+    if (backends) { mp.backends = backends; mp.offload_layers = "all"; }
+    if (llambda_model_load(fixture(model), &mp, &m)) { CHECK(0, "%s", llambda_last_error()); return; }
     int V = llambda_model_n_vocab(m);
     job seq[N_WORKERS], par[N_WORKERS];
     for (int w = 0; w < N_WORKERS; w++) {
@@ -58,10 +60,19 @@ static void check(const char *model, int shared) {
         CHECK(seq[w].logits && par[w].logits && !memcmp(seq[w].logits, par[w].logits, (size_t)V * 4), "worker %d: logits differ", w);
         free(seq[w].logits); free(par[w].logits);
     }
+    if (backends) {
+        llambda_backend_info bi;
+        CHECK(llambda_backend_info_get(m, 0, &bi) == LLAMBDA_OK && bi.runs > 0 && bi.failures == 0, "the backend ran");
+    }
     llambda_model_free(m);
 }
 
+static void check(const char *model, int shared) { check_with(model, shared, NULL); }
+
 int main(void) {
+    setenv("LLAMBDA_NO_CACHE", "1", 1);
+    TEST("concurrency: 4 contexts through shared accelerator sessions, match sequential runs bitwise")
+        check_with("models/tiny-llama31-Q8_0.gguf", 0, "test");
     TEST("concurrency: 4 contexts on one model, own pools, match sequential runs bitwise") check("models/tiny-llama31-Q4_K_M.gguf", 0);
     TEST("concurrency: 4 contexts sharing the model's pool, match sequential runs bitwise") check("models/tiny-qwen25-Q8_0.gguf", 1);
     return test_summary();

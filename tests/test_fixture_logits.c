@@ -35,7 +35,13 @@ static int argmax(const float *x, int n) { int b = 0; for (int i = 1; i < n; i++
 static double float_tol = 1e-5;
 static void check_model(const char *path, const char *dir_ref, const char *name, int kind, int n_batch) {
     llambda_model *m;
-    if (llambda_model_load(path, NULL, &m)) { CHECK(0, "load %s: %s", name, llambda_last_error()); return; }
+    /* LLAMBDA_TEST_BACKEND=cuda (or onnx, ...): every layer's projections on that backend,
+     * held to the same tolerances (bench/gpu-check.sh) */
+    const char *backend = getenv("LLAMBDA_TEST_BACKEND");
+    llambda_model_params mp = llambda_model_default_params();
+    if (backend && *backend) { mp.backends = backend; mp.offload_layers = "all"; }
+    if (llambda_model_load(path, &mp, &m)) { CHECK(0, "load %s: %s", name, llambda_last_error()); return; }
+    if (backend && *backend) CHECK(llambda_backend_count(m) == 1, "%s: backend '%s' did not load", name, backend);
     for (int pi = 0; pi < 3; pi++) {
         char rp[1024];
         ref r;
@@ -99,6 +105,12 @@ static void check_model(const char *path, const char *dir_ref, const char *name,
         }
         llambda_context_free(c);
         free(lref);
+    }
+    if (backend && *backend && llambda_backend_count(m) == 1) {
+        llambda_backend_info bi;
+        llambda_backend_info_get(m, 0, &bi);
+        printf("  %-28s on %s: %d sessions, %ld runs, %ld failures\n", name, bi.device, bi.sessions, bi.runs, bi.failures);
+        CHECK(bi.runs > 0 && bi.failures == 0, "%s: the backend ran %ld times, %ld failed", name, bi.runs, bi.failures);
     }
     llambda_model_free(m);
 }
