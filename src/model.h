@@ -202,6 +202,8 @@ struct llambda_context {
 
 /* y[t][r] = W[r] · x[t] (+ bias) for t < n_tok; activations converted as the type wants. */
 void ll_matmul(struct llambda_context *c, const ll_weight *w, const float *x, int n_tok, float *y);
+/* Matrix e of a stacked (expert) weight as a 2-D weight, with its own bindings. */
+ll_weight ll_weight_matrix(const ll_weight *w, int64_t e);
 void ll_add_bias(float *y, const ll_weight *b, int n_tok);
 void ll_rms_norm(float *y, const float *x, const ll_weight *w, int n, float eps);
 void ll_embed(const ll_weight *emb, int32_t tok, float *out);

@@ -27,7 +27,6 @@ static float *run_logits(llambda_model *m, int *n_vocab) {
     if (llambda_eval(c, prompt, N_PROMPT) == LLAMBDA_OK) {
         out = malloc((size_t)N_PROMPT * (size_t)nv * sizeof *out);
         for (int i = 0; i < N_PROMPT; i++) memcpy(out + (size_t)i * (size_t)nv, llambda_get_logits(c, i), (size_t)nv * sizeof *out);
-        /* and a few decode steps, one token at a time */
     } else printf("  eval: %s\n", llambda_last_error());
     llambda_context_free(c);
     *n_vocab = nv;

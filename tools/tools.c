@@ -671,7 +671,8 @@ int cmd_bench_proj(int argc, char **argv) {
             snprintf(errbuf, sizeof errbuf, "%s", llambda_last_error());
             err = errbuf;
         }
-        double flops = 2.0 * (double)r.rows * (double)r.cols * ntok;
+        double ms = r.seconds * 1e3, gflops = 2.0 * (double)r.rows * (double)r.cols * ntok / r.seconds / 1e9,
+               gbps = (double)r.weight_bytes / r.seconds / 1e9, speedup = cpu.seconds / r.seconds;
         if (!strcmp(fmt, "json")) {
             printf("%s  {\"backend\": \"%s\", \"tensor\": \"%s\", \"n_tokens\": %d, ", i ? ",\n" : "", names[i], tensor, ntok);
             if (err) {
@@ -680,10 +681,9 @@ int cmd_bench_proj(int argc, char **argv) {
                 printf("\"}");
             } else
                 printf("\"ms\": %.6f, \"gflops\": %.4f, \"gbps\": %.4f, \"speedup\": %.4f, \"max_drift\": %.6g, \"error\": null}",
-                       r.seconds * 1e3, flops / r.seconds / 1e9, (double)r.weight_bytes / r.seconds / 1e9, cpu.seconds / r.seconds, r.max_drift);
+                       ms, gflops, gbps, speedup, r.max_drift);
         } else if (err) printf("| %s | - | - | - | - | - | %s |\n", names[i], err);
-        else printf("| %s | %.3f | %.2f | %.2f | %.2fx | %.3g | |\n", names[i], r.seconds * 1e3, flops / r.seconds / 1e9,
-                    (double)r.weight_bytes / r.seconds / 1e9, cpu.seconds / r.seconds, r.max_drift);
+        else printf("| %s | %.3f | %.2f | %.2f | %.2fx | %.3g | |\n", names[i], ms, gflops, gbps, speedup, r.max_drift);
     }
     if (!strcmp(fmt, "json")) printf("\n]\n");
     llambda_model_free(m);

@@ -81,6 +81,9 @@ llambda_status ll_backend_session(llambda_model *m, const char *name, const ll_w
 llambda_status ll_backend_session_run(ll_backend *be, void *session, const float *x, int n_tok, float *y);
 void ll_backend_session_free(ll_backend *be, void *session);
 
+/* The artifact of a backend that takes the blocks as stored: a copy of the matrix's bytes. */
+llambda_status ll_export_blocks(const ll_weight *w, uint8_t **art, size_t *len);
+
 /* Free every session and backend of a model (model.c calls it from llambda_model_free). */
 void ll_backends_free(llambda_model *m);
 

@@ -89,11 +89,7 @@ static llambda_status cuda_export(void *state, const ll_weight *w, uint8_t **art
     (void)state;
     if (!llcu_type_supported(w->type))
         return ll_error(LLAMBDA_ERR_UNSUPPORTED, "CUDA backend: %s weights are not supported ('%s')", llambda_type_get(w->type)->name, w->name);
-    size_t n = (size_t)w->rows * w->row_bytes;
-    if (!(*art = malloc(n))) return ll_error(LLAMBDA_ERR_NOMEM, "out of memory");
-    memcpy(*art, w->data, n);
-    *len = n;
-    return LLAMBDA_OK;
+    return ll_export_blocks(w, art, len);
 }
 
 static llambda_status cuda_create(void *state, const ll_weight *w, const uint8_t *art, size_t len, void **session) {

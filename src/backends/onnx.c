@@ -72,6 +72,7 @@ typedef struct onnx_state {
     OrtEnv *env;
     OrtMemoryInfo *cpu_mem;
     char ep[32];
+    const char *ep_ort;  /* the provider's name in ONNX Runtime, NULL for the CPU */
     char version[32];
     int format;         /* LL_WFMT_F32 or LL_WFMT_BF16 */
     int threads;
@@ -136,7 +137,11 @@ static llambda_status onnx_load(const char *opts, void **state) {
         else {
             int found = 0;
             for (size_t i = 0; i < sizeof providers / sizeof providers[0]; i++)
-                if (!strcasecmp(tok, providers[i].name)) { snprintf(s->ep, sizeof s->ep, "%s", providers[i].name); found = 1; }
+                if (!strcasecmp(tok, providers[i].name)) {
+                    snprintf(s->ep, sizeof s->ep, "%s", providers[i].name);
+                    s->ep_ort = providers[i].ort;
+                    found = 1;
+                }
             if (!found) st = ll_error(LLAMBDA_ERR_ARG, "onnx backend: unknown option or execution provider '%s' "
                                       "(providers: CPU, CUDA, ROCm, OpenVINO, VitisAI, DirectML, QNN; format=f32|bf16; threads=N)", tok);
         }
@@ -176,6 +181,17 @@ static void onnx_unload(void *state) {
     free(s);
 }
 
+/* Session options as every session gets them: threads, and the execution provider. The
+ * caller releases *so (also on failure). */
+static llambda_status session_options(onnx_state *s, OrtSessionOptions **so) {
+    llambda_status st = ort_status(s, API(s, API_CreateSessionOptions, fn_CreateSessionOptions)(so), "session options");
+    if (!st) st = ort_status(s, API(s, API_SetIntraOpNumThreads, fn_SetInt)(*so, s->threads), "intra-op threads");
+    if (!st) st = ort_status(s, API(s, API_SetInterOpNumThreads, fn_SetInt)(*so, 1), "inter-op threads");
+    if (!st && s->ep_ort)
+        st = ort_status(s, API(s, API_SessionOptionsAppendExecutionProvider, fn_AppendEP)(*so, s->ep_ort, NULL, NULL, 0), s->ep);
+    return st;
+}
+
 static llambda_status onnx_probe(void *state, ll_backend_probe *out) {
     onnx_state *s = state;
     memset(out, 0, sizeof *out);
@@ -183,12 +199,7 @@ static llambda_status onnx_probe(void *state, ll_backend_probe *out) {
     snprintf(out->device, sizeof out->device, "ONNX Runtime %s, %s execution provider", s->version, s->ep);
     /* creating session options with the provider is the real check that it exists */
     OrtSessionOptions *so = NULL;
-    llambda_status st = ort_status(s, API(s, API_CreateSessionOptions, fn_CreateSessionOptions)(&so), "session options");
-    if (!st && strcmp(s->ep, "CPU")) {
-        const char *ort_name = NULL;
-        for (size_t i = 0; i < sizeof providers / sizeof providers[0]; i++) if (!strcmp(providers[i].name, s->ep)) ort_name = providers[i].ort;
-        st = ort_status(s, API(s, API_SessionOptionsAppendExecutionProvider, fn_AppendEP)(so, ort_name, NULL, NULL, 0), s->ep);
-    }
+    llambda_status st = session_options(s, &so);
     if (so) API(s, API_ReleaseSessionOptions, fn_Release)(so);
     out->available = st == LLAMBDA_OK;
     return st;
@@ -284,14 +295,7 @@ static llambda_status onnx_create(void *state, const ll_weight *w, const uint8_t
     OrtSessionOptions *so = NULL;
     onnx_session *os = calloc(1, sizeof *os);
     if (!os) return ll_error(LLAMBDA_ERR_NOMEM, "out of memory");
-    llambda_status st = ort_status(s, API(s, API_CreateSessionOptions, fn_CreateSessionOptions)(&so), "session options");
-    if (!st) st = ort_status(s, API(s, API_SetIntraOpNumThreads, fn_SetInt)(so, s->threads), "intra-op threads");
-    if (!st) st = ort_status(s, API(s, API_SetInterOpNumThreads, fn_SetInt)(so, 1), "inter-op threads");
-    if (!st && strcmp(s->ep, "CPU")) {
-        const char *ort_name = NULL;
-        for (size_t i = 0; i < sizeof providers / sizeof providers[0]; i++) if (!strcmp(providers[i].name, s->ep)) ort_name = providers[i].ort;
-        st = ort_status(s, API(s, API_SessionOptionsAppendExecutionProvider, fn_AppendEP)(so, ort_name, NULL, NULL, 0), s->ep);
-    }
+    llambda_status st = session_options(s, &so);
     if (!st) st = ort_status(s, API(s, API_CreateSessionFromArray, fn_CreateSessionFromArray)(s->env, art, len, so, &os->session), w->name);
     if (so) API(s, API_ReleaseSessionOptions, fn_Release)(so);
     if (st) { free(os); return st; }

@@ -179,7 +179,22 @@ static const role_field roles[] = {
     ROLE("gate_exps", moe.gate), ROLE("up_exps", moe.up), ROLE("down_exps", moe.down), ROLE("gate_up_exps", moe.gate_up),
 };
 #define N_ROLES ((int)(sizeof roles / sizeof roles[0]))
-static const char *const default_roles = "q,k,v,o,gate,up,down,qkv,attn_gate,ssm_in,ssm_out,gate_shexp,up_shexp,down_shexp,gate_exps,up_exps,down_exps,gate_up_exps";
+
+static ll_weight *layer_weight(llambda_model *m, int l, int r) { return (ll_weight *)((char *)&m->layers[l] + roles[r].off); }
+
+/* "q,k,...,output": the role names of the table, for messages */
+static const char *role_names(void) {
+    static char names[512];
+    if (!names[0]) {
+        for (int r = 0; r < N_ROLES; r++)
+            if (!r || strcmp(roles[r].role, roles[r - 1].role)) {
+                strncat(names, roles[r].role, sizeof names - strlen(names) - 1);
+                strncat(names, ",", sizeof names - strlen(names) - 1);
+            }
+        strncat(names, "output", sizeof names - strlen(names) - 1);
+    }
+    return names;
+}
 
 static int is_matrix(const ll_weight *w) { return w->data && w->rows > 1 && w->cols > 1; }
 
@@ -200,7 +215,7 @@ static ll_weight *find_weight(llambda_model *m, const char *name) {
     if (is_matrix(&m->output) && !strcmp(m->output.name, name)) return &m->output;
     for (int l = 0; l < m->hp.n_layer; l++)
         for (int r = 0; r < N_ROLES; r++) {
-            ll_weight *w = (ll_weight *)((char *)&m->layers[l] + roles[r].off);
+            ll_weight *w = layer_weight(m, l, r);
             if (is_matrix(w) && !strcmp(w->name, name)) return w;
         }
     return NULL;
@@ -270,14 +285,14 @@ static llambda_status select_role(const char *role, void *u) {
         if (strcmp(roles[r].role, role)) continue;
         known = 1;
         for (int l = 0; l < s->m->hp.n_layer; l++) {
-            ll_weight *w = (ll_weight *)((char *)&s->m->layers[l] + roles[r].off);
+            ll_weight *w = layer_weight(s->m, l, r);
             if (!s->mask[l] || !is_matrix(w)) continue;
             found = 1;
             llambda_status st = add_weight(s->sel, w);
             if (st) return st;
         }
     }
-    if (!known) return ll_error(LLAMBDA_ERR_ARG, "unknown role '%s' (roles: %s,output)", role, default_roles);
+    if (!known) return ll_error(LLAMBDA_ERR_ARG, "unknown role '%s' (roles: %s)", role, role_names());
     if (!found) return ll_error(LLAMBDA_ERR_ARG, "no selected layer of this %s model has a '%s' projection", s->m->arch_name, role);
     return LLAMBDA_OK;
 }
@@ -302,7 +317,7 @@ llambda_status llambda_offload_register(llambda_model *m, const char *tensors, c
         else if (!st)   /* no roles named: every projection the selected layers have */
             for (int r = 0; r < N_ROLES; r++)
                 for (int l = 0; l < m->hp.n_layer && !st; l++) {
-                    ll_weight *w = (ll_weight *)((char *)&m->layers[l] + roles[r].off);
+                    ll_weight *w = layer_weight(m, l, r);
                     if (mask[l] && is_matrix(w)) st = add_weight(&sel, w);
                 }
     } else if (!st && role_list && *role_list) {
@@ -316,13 +331,12 @@ llambda_status llambda_offload_register(llambda_model *m, const char *tensors, c
 
 /* ---------------------------------------------------------------- export and sessions */
 
-/* Expert e of a (possibly stacked) weight as a 2-D matrix. */
-static ll_weight matrix_of(const ll_weight *w, int64_t e) {
-    ll_weight v = *w;
-    v.data = w->data + (size_t)e * (size_t)w->rows * w->row_bytes;
-    v.n_mat = 1;
-    v.bind = NULL;
-    return v;
+llambda_status ll_export_blocks(const ll_weight *w, uint8_t **art, size_t *len) {
+    size_t n = (size_t)w->rows * w->row_bytes;
+    if (!(*art = malloc(n))) return ll_error(LLAMBDA_ERR_NOMEM, "out of memory exporting '%s'", w->name);
+    memcpy(*art, w->data, n);
+    *len = n;
+    return LLAMBDA_OK;
 }
 
 static llambda_status artifact_for(ll_offload *o, ll_backend *b, const ll_weight *w, uint8_t **art, size_t *len) {
@@ -358,7 +372,7 @@ llambda_status llambda_offload_ensure(llambda_model *m) {
     for (int bi = 0; bi < m->n_backends; bi++)
         for (int i = 0; i < o->n; i++)
             for (int64_t e = 0; e < o->w[i]->n_mat; e++) {
-                ll_weight v = matrix_of(o->w[i], e);
+                ll_weight v = ll_weight_matrix(o->w[i], e);
                 uint8_t *art = NULL; size_t len = 0;
                 llambda_status st = artifact_for(o, m->backends[bi], &v, &art, &len);
                 free(art);
@@ -381,7 +395,7 @@ static void insert_binding(struct ll_bindset *s, ll_backend *b, void *session) {
     s->n++;
 }
 
-/* Remove backend b's bindings of weight w (all, or only those in `only`). */
+/* Remove backend b's bindings of weight w, freeing their sessions. */
 static void remove_bindings(ll_weight *w, const ll_backend *b) {
     if (!w->bind) return;
     for (int64_t e = 0; e < w->n_mat; e++) {
@@ -407,7 +421,7 @@ static llambda_status enable_on(llambda_model *m, ll_backend *b) {
         if (has_binding(&w->bind[0], b)) continue;
         added[i] = 1;
         for (int64_t e = 0; e < w->n_mat && !st; e++) {
-            ll_weight v = matrix_of(w, e);
+            ll_weight v = ll_weight_matrix(w, e);
             uint8_t *art = NULL; size_t len = 0;
             void *session = NULL;
             st = artifact_for(o, b, &v, &art, &len);

@@ -61,11 +61,7 @@ static ll_weight_format test_format(void *state) { (void)state; return LL_WFMT_B
 static llambda_status test_export(void *state, const ll_weight *w, uint8_t **art, size_t *len) {
     test_state *s = state;
     if (!strcmp(s->fail, "export")) return ll_error(LLAMBDA_ERR_IO, "test backend: injected export failure");
-    size_t n = (size_t)w->rows * w->row_bytes;
-    if (!(*art = malloc(n))) return ll_error(LLAMBDA_ERR_NOMEM, "out of memory");
-    memcpy(*art, w->data, n);
-    *len = n;
-    return LLAMBDA_OK;
+    return ll_export_blocks(w, art, len);
 }
 
 static llambda_status test_create(void *state, const ll_weight *w, const uint8_t *art, size_t len, void **session) {

@@ -22,23 +22,18 @@ typedef struct matmul_job {
 
 #define TILES_PER_GRAB 4
 
+/* Tiles of rows are handed out as threads ask, for one token as for a batch: a thread
+ * slowed by the other load on the machine then takes fewer tiles instead of holding the
+ * others at the barrier. Which thread computes a row never changes its bits. */
 static void matmul_task(void *arg, int ith, int nth) {
+    (void)ith; (void)nth;
     matmul_job *j = arg;
     int64_t rows = j->w->rows;
     int64_t n_tiles = (rows + ROW_TILE - 1) / ROW_TILE;
-    /* one token: each thread streams one contiguous part of the weights (prefetch-friendly);
-     * a batch: compute-bound, so tiles go to whichever thread is free */
-    int dynamic = 1, done = 0;
     for (;;) {
-    int64_t t0, t1;
-    if (dynamic) {
-        t0 = atomic_fetch_add_explicit(&j->next_tile, TILES_PER_GRAB, memory_order_relaxed);
-        if (t0 >= n_tiles) break;
-        t1 = t0 + TILES_PER_GRAB < n_tiles ? t0 + TILES_PER_GRAB : n_tiles;
-    } else {
-        if (done++) break;
-        t0 = n_tiles * ith / nth; t1 = n_tiles * (ith + 1) / nth;
-    }
+    int64_t t0 = atomic_fetch_add_explicit(&j->next_tile, TILES_PER_GRAB, memory_order_relaxed);
+    if (t0 >= n_tiles) break;
+    int64_t t1 = t0 + TILES_PER_GRAB < n_tiles ? t0 + TILES_PER_GRAB : n_tiles;
     for (int64_t tile = t0; tile < t1; tile++) {
         int64_t r0 = tile * ROW_TILE, r1 = r0 + ROW_TILE < rows ? r0 + ROW_TILE : rows;
         int t = 0;
@@ -79,4 +74,12 @@ void ll_add_bias(float *y, const ll_weight *b, int n_tok) {
 
 void ll_embed(const ll_weight *emb, int32_t tok, float *out) {
     llambda_type_get(emb->type)->dequantize_row(emb->data + (size_t)tok * emb->row_bytes, out, emb->cols);
+}
+
+ll_weight ll_weight_matrix(const ll_weight *w, int64_t e) {
+    ll_weight v = *w;
+    v.data = w->data + (size_t)e * (size_t)w->rows * w->row_bytes;
+    v.n_mat = 1;
+    v.bind = w->bind ? w->bind + e : NULL;   /* each matrix of a stack has its own bindings */
+    return v;
 }

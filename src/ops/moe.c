@@ -88,14 +88,6 @@ void ll_moe_route(const ll_moe *e, const float *logits, int n, float *probs, int
     }
 }
 
-static ll_weight expert_view(const ll_weight *w, int e) {
-    ll_weight v = *w;
-    v.data = w->data + (size_t)e * (size_t)w->rows * w->row_bytes;
-    v.n_mat = 1;
-    v.bind = w->bind ? w->bind + e : NULL;   /* each expert matrix has its own bindings */
-    return v;
-}
-
 static void activate(const ll_moe *e, float *g, const float *u, int64_t n) {
     switch (e->act) {
     case LL_ACT_GELU: ll_geglu(g, u, n); break;
@@ -121,7 +113,7 @@ void ll_moe_forward(struct llambda_context *c, const ll_moe *e, const float *rou
                 if (sel[(size_t)t * K + k] == ex) { rows[m] = t * K + k; memcpy(xg + (size_t)m * E, x + (size_t)t * E, (size_t)E * 4); m++; }
         if (!m) continue;
         if (e->gate_up.data) {
-            ll_weight gu = expert_view(&e->gate_up, ex);
+            ll_weight gu = ll_weight_matrix(&e->gate_up, ex);
             ll_matmul(c, &gu, xg, m, hg);                       /* [m][2FX]: gate then up */
             for (int i = 0; i < m; i++) {
                 float *row = hg + (size_t)i * 2 * FX;
@@ -129,15 +121,15 @@ void ll_moe_forward(struct llambda_context *c, const ll_moe *e, const float *rou
                 memmove(hg + (size_t)i * FX, row, (size_t)FX * 4);
             }
         } else {
-            ll_weight g = expert_view(&e->gate, ex);
+            ll_weight g = ll_weight_matrix(&e->gate, ex);
             ll_matmul(c, &g, xg, m, hg);
-            if (e->up.data) { ll_weight u = expert_view(&e->up, ex); ll_matmul(c, &u, xg, m, ug); }
+            if (e->up.data) { ll_weight u = ll_weight_matrix(&e->up, ex); ll_matmul(c, &u, xg, m, ug); }
         }
         if (e->act == LL_ACT_RELU2 && !e->up.data && !e->gate_up.data) {
             for (size_t i = 0; i < (size_t)m * FX; i++) { float r = hg[i] > 0 ? hg[i] : 0; hg[i] = r * r; }
         } else
             for (int i = 0; i < m; i++) activate(e, hg + (size_t)i * FX, ug + (size_t)i * FX, FX);
-        ll_weight d = expert_view(&e->down, ex);
+        ll_weight d = ll_weight_matrix(&e->down, ex);
         ll_matmul(c, &d, hg, m, dg);                            /* [m][E] */
         for (int i = 0; i < m; i++) {
             float *o = eo + (size_t)rows[i] * E, *dr = dg + (size_t)i * E;
