@@ -284,7 +284,8 @@ llambda_status llambda_bench_projection(llambda_model *m, const char *tensor, co
     if (t->n_dims != 2 || ll_vec_dot_type(t->type) < 0)
         return ll_error(LLAMBDA_ERR_ARG, "bench-proj: '%s' is not a 2-D weight llambda multiplies with", tensor);
     if (n_tok < 1 || n_tok > 4096 || reps < 1 || warmup < 0) return ll_error(LLAMBDA_ERR_ARG, "bench-proj: bad token count, repetitions or warm-up");
-    ll_weight w = {t->name, t->type, t->ne[0], t->ne[1], 1, (size_t)llambda_type_row_bytes(t->type, t->ne[0]), t->data, NULL};
+    ll_weight w = {t->name, t->type, t->ne[0], t->ne[1], 1, (size_t)llambda_type_row_bytes(t->type, t->ne[0]), t->data, NULL, NULL, 0};
+    ll_weight_repack(m, &w);   /* as the model's own copy is (kept until the model is freed) */
     out->rows = t->ne[1]; out->cols = t->ne[0]; out->weight_bytes = t->nbytes;
     /* a minimal context: pool, activation scratch */
     llambda_context c;

@@ -23,6 +23,7 @@ typedef struct ll_mapping { void *addr; size_t size; int owned_heap; } ll_mappin
 llambda_status ll_map_file(const char *path, int use_mmap, ll_mapping *m);
 void ll_unmap(ll_mapping *m);
 int ll_n_cpus(void);
+uint64_t ll_mem_available(void);   /* free physical memory in bytes, 0 if unknown */
 double ll_time_seconds(void);
 
 /* ------------------------------------------------------------------ fp16 / bf16 */
@@ -95,6 +96,13 @@ typedef void (*ll_vec_dot_x8_fn)(int64_t n, float *out, const void *w, size_t st
  * out[t * out_stride + r], each equal to the single-row vec_dot bit for bit. */
 typedef void (*ll_vec_dot_x8_t4_fn)(int64_t n, float *out, size_t out_stride, const void *w, size_t stride,
                                     const void *x, size_t x_stride);
+/* Repacked weights: pack_x8 rewrites 8 rows (stride bytes apart, n elements each) into a
+ * kernel's own interleaved layout at load and returns its size (dst NULL: size only);
+ * dot_packed multiplies one packed 8-row tile with n_tok (1..4) activation rows:
+ * out[t * out_stride + r], each equal to the single-row vec_dot bit for bit. */
+typedef size_t (*ll_pack_x8_fn)(int64_t n, const void *w, size_t stride, void *dst);
+typedef void (*ll_dot_packed_fn)(int64_t n, float *out, size_t out_stride, const void *tile, const void *x,
+                                 size_t x_stride, int n_tok);
 
 typedef struct ll_compute_traits {
     int vec_dot_type;
@@ -107,6 +115,8 @@ typedef struct ll_kernels {
     ll_vec_dot_fn vec_dot[LLAMBDA_TYPE_COUNT];       /* by weight type */
     ll_vec_dot_x8_fn vec_dot_x8[LLAMBDA_TYPE_COUNT]; /* optional 8-row variants */
     ll_vec_dot_x8_t4_fn vec_dot_x8_t4[LLAMBDA_TYPE_COUNT]; /* optional 8-row x 4-token variants */
+    ll_pack_x8_fn pack_x8[LLAMBDA_TYPE_COUNT];       /* optional repacked layouts, */
+    ll_dot_packed_fn dot_packed[LLAMBDA_TYPE_COUNT]; /* with their tile kernels */
     ll_from_float_fn from_float[LLAMBDA_TYPE_COUNT]; /* by activation type */
     float (*dot_f16_f16)(const uint16_t *a, const uint16_t *b, int64_t n);  /* attention q·k */
     /* One query head (f16) over the cells (first + i) % ring, i < n, of an f16 cache (row

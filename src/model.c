@@ -124,6 +124,8 @@ llambda_status ll_bind(llambda_model *m, ll_weight *w, int required, int64_t ne0
     w->data = t->data;
     m->n_params += llambda_tensor_nelements(t);
     m->weight_bytes += t->nbytes;
+    /* embedding tables are only looked up by row (a tied output head is repacked when tied) */
+    if (ne1 && strcmp(name, "token_embd.weight") && strcmp(name, "per_layer_token_embd.weight")) ll_weight_repack(m, w);
     return LLAMBDA_OK;
 }
 
@@ -147,7 +149,37 @@ llambda_status ll_bind3(llambda_model *m, ll_weight *w, int required, int64_t ne
     w->data = t->data;
     m->n_params += llambda_tensor_nelements(t);
     m->weight_bytes += t->nbytes;
+    ll_weight_repack(m, w);
     return LLAMBDA_OK;
+}
+
+struct ll_packbuf { struct ll_packbuf *next; uint8_t *data; };
+
+static int repack_disabled(void) {
+    const char *v = getenv("LLAMBDA_NO_REPACK");
+    return v && *v && strcmp(v, "0");
+}
+
+void ll_weight_repack(llambda_model *m, ll_weight *w) {
+    const ll_kernels *k = ll_kernels_get();
+    ll_pack_x8_fn pack = k->pack_x8[w->type];
+    if (!pack || w->packed || w->rows < 8 || repack_disabled()) return;
+    size_t tile = pack(w->cols, w->data, w->row_bytes, NULL);
+    int64_t tiles = w->rows / 8;
+    uint64_t bytes = (uint64_t)tile * (uint64_t)tiles * (uint64_t)w->n_mat;
+    if (m->packed_bytes + bytes > m->pack_budget) return;   /* the rest runs from the mapped file */
+    struct ll_packbuf *b = malloc(sizeof *b);
+    if (!b) return;
+    if (posix_memalign((void **)&b->data, 64, bytes)) { free(b); return; }
+    for (int64_t e = 0; e < w->n_mat; e++)
+        for (int64_t r = 0; r < tiles; r++)
+            pack(w->cols, w->data + ((size_t)e * (size_t)w->rows + (size_t)r * 8) * w->row_bytes, w->row_bytes,
+                 b->data + ((size_t)e * (size_t)tiles + (size_t)r) * tile);
+    b->next = m->packs;
+    m->packs = b;
+    m->packed_bytes += bytes;
+    w->packed = b->data;
+    w->packed_tile = tile;
 }
 
 llambda_status ll_bind_dense_globals(llambda_model *m) {
@@ -156,7 +188,7 @@ llambda_status ll_bind_dense_globals(llambda_model *m) {
     if ((st = ll_bind(m, &m->tok_embd, 1, h->n_embd, h->n_vocab, "token_embd.weight"))) return st;
     if ((st = ll_bind(m, &m->output_norm, 1, h->n_embd, 0, "output_norm.weight"))) return st;
     if ((st = ll_bind(m, &m->output, 0, h->n_embd, h->n_vocab, "output.weight"))) return st;
-    if (!m->output.data) m->output = m->tok_embd; /* tied embeddings */
+    if (!m->output.data) { m->output = m->tok_embd; ll_weight_repack(m, &m->output); } /* tied embeddings */
     return LLAMBDA_OK;
 }
 
@@ -261,6 +293,8 @@ llambda_status llambda_model_load(const char *path, const llambda_model_params *
     }
     if (!m->arch) { st = ll_error(LLAMBDA_ERR_UNSUPPORTED, "%s: unknown architecture '%s'", path, arch); goto fail; }
     if ((st = ll_vocab_load(&m->vocab, m->gguf))) goto fail_path;
+    uint64_t avail = ll_mem_available();
+    m->pack_budget = avail ? avail / 2 : UINT64_MAX;   /* repacked copies never push the machine into swap */
     if ((st = m->arch->load(m))) goto fail_path;
     if (m->vocab.n_vocab && m->vocab.n_vocab != m->hp.n_vocab) {
         st = ll_error(LLAMBDA_ERR_FORMAT, "vocabulary has %d tokens but the embedding has %d rows", m->vocab.n_vocab, m->hp.n_vocab);
@@ -293,6 +327,7 @@ fail:
 void llambda_model_free(llambda_model *m) {
     if (!m) return;
     ll_backends_free(m);
+    for (struct ll_packbuf *b = m->packs, *nb; b; b = nb) { nb = b->next; free(b->data); free(b); }
     ll_pool_free(m->shared_pool);
     pthread_mutex_destroy(&m->pool_once);
     ll_vocab_free(&m->vocab);

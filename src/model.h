@@ -16,6 +16,8 @@ typedef struct ll_weight {
     size_t row_bytes;
     const uint8_t *data;
     struct ll_bindset *bind;     /* accelerator bindings (n_mat of them), or NULL: CPU only */
+    const uint8_t *packed;       /* the CPU kernels' repacked copy: rows / 8 tiles per matrix, */
+    size_t packed_tile;          /* packed_tile bytes each (the last rows % 8 stay in data); or NULL */
 } ll_weight;
 
 #define LL_MAX_LAYERS 512
@@ -123,6 +125,8 @@ struct llambda_model {
     struct ll_backend *backends[4];    /* loaded accelerator backends, in priority order */
     int n_backends;
     struct ll_offload *offload;        /* registered projections and their sessions (backends/registry.c) */
+    struct ll_packbuf *packs;          /* repacked weights (ll_weight_repack), freed with the model */
+    uint64_t packed_bytes, pack_budget;
 };
 
 /* ---------------------------------------------------------------- loading helpers (model.c) */
@@ -133,6 +137,9 @@ llambda_status ll_hp_f32(llambda_model *m, const char *suffix, int required, flo
 /* ARCH.<suffix> as one int per layer: a scalar is copied to every layer; an array must
  * have exactly n_layer integer or bool entries. */
 llambda_status ll_hp_layers(llambda_model *m, const char *suffix, int required, int def, int *out);
+/* Give a bound matrix the CPU kernels' repacked layout when they have one for its type
+ * (within the model's memory budget; LLAMBDA_NO_REPACK=1 turns it off). */
+void ll_weight_repack(llambda_model *m, ll_weight *w);
 /* Bind a tensor: shape [ne0, ne1] (ne1 = 0 for 1-D), a type that can be computed with. */
 llambda_status ll_bind(llambda_model *m, ll_weight *w, int required, int64_t ne0, int64_t ne1, const char *fmt, ...) LL_PRINTF(6, 7);
 /* Bind the shared dense-model globals: token_embd, output_norm, output (tied when absent). */

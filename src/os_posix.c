@@ -1,5 +1,6 @@
 /* The OS layer: file mapping, CPU count, clock. A Windows twin would sit beside it. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
 #include "internal.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -53,6 +54,19 @@ void ll_unmap(ll_mapping *m) {
 int ll_n_cpus(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
+}
+
+/* Linux's MemAvailable (free plus reclaimable page cache), else the free pages. */
+uint64_t ll_mem_available(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[128];
+    unsigned long long kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+    if (f) fclose(f);
+    if (kb) return (uint64_t)kb * 1024;
+    long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 0;
 }
 
 double ll_time_seconds(void) {

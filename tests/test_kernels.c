@@ -52,6 +52,18 @@ static void compare(const ll_kernels *ref, const ll_kernels *k, int type) {
         CHECK(memcmp(got, want, sizeof got) == 0, "%s: %s 8-row x 4-token kernel differs from the single-row one",
               t->name, k->isa);
     }
+    if (k->pack_x8[type]) {
+        size_t size = k->pack_x8[type](COLS, w, wrow, NULL);
+        uint8_t *packed = malloc(size);
+        CHECK(k->pack_x8[type](COLS, w, wrow, packed) == size, "%s: packed size changed", t->name);
+        for (int nt = 1; nt <= TOKS; nt++) {
+            memset(got, 0, sizeof got);
+            k->dot_packed[type](COLS, &got[0][0], ROWS, packed, x, xrow, nt);
+            CHECK(memcmp(got, want, sizeof got[0] * (size_t)nt) == 0, "%s: %s repacked tile (%d tokens) differs from the single-row kernel",
+                  t->name, k->isa, nt);
+        }
+        free(packed);
+    }
     free(w); free(x); free(f);
 }
 
@@ -90,6 +102,7 @@ int main(void) {
             const int tiled[] = {LLAMBDA_TYPE_Q4_0, LLAMBDA_TYPE_Q4_K, LLAMBDA_TYPE_Q6_K, LLAMBDA_TYPE_Q8_0};
             for (int i = 0; i < 4; i++)
                 CHECK(active.vec_dot_x8_t4[tiled[i]], "%s has no 8x4 tile", llambda_type_get(tiled[i])->name);
+            CHECK(active.pack_x8[LLAMBDA_TYPE_Q4_K] && active.dot_packed[LLAMBDA_TYPE_Q4_K], "Q4_K has no repacked kernel");
         }
 #endif
     }

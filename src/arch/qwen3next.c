@@ -121,7 +121,7 @@ static llambda_status qwen3next_load(llambda_model *m) {
         if (!sg) return ll_error(LLAMBDA_ERR_FORMAT, "missing tensor '%s'", sgn);
         if (sg->type != LLAMBDA_TYPE_F32 || sg->ne[0] != E || llambda_tensor_nelements(sg) != E)
             return ll_error(LLAMBDA_ERR_FORMAT, "tensor '%s' must be F32 with %d elements", sgn, E);
-        Y->gate_inp_shexp = (ll_weight){sg->name, LLAMBDA_TYPE_F32, E, 1, 1, (size_t)E * 4, sg->data, NULL};
+        Y->gate_inp_shexp = (ll_weight){sg->name, LLAMBDA_TYPE_F32, E, 1, 1, (size_t)E * 4, sg->data, NULL, NULL, 0};
         e->n_expert = X; e->n_used = h->n_expert_used; e->n_ff = FX;
         e->gating = LL_MOE_SOFTMAX; e->act = LL_ACT_SILU; e->norm_weights = 1;
     }

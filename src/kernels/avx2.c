@@ -48,10 +48,13 @@ int ll_cpu_has_avx2(void) { return ll_cpu_has_avx2_base(); }
 #define DOT_U8I8_4(u, s) _mm256_dpbusd_epi32(_mm256_setzero_si256(), (u), (s))
 /* acc + pairwise int16 products summed to int32 */
 #define ACC_MADD16(acc, a, b) _mm256_dpwssd_epi32((acc), (a), (b))
+/* acc + lane m: u[4m..4m+3] · s[4m..4m+3] */
+#define ACC_DOT_U8I8_4(acc, u, s) _mm256_dpbusd_epi32((acc), (u), (s))
 #else
 #define ISA_NAME "avx2"
 #define DOT_U8I8_4(u, s) _mm256_madd_epi16(_mm256_maddubs_epi16((u), (s)), _mm256_set1_epi16(1))
 #define ACC_MADD16(acc, a, b) _mm256_add_epi32((acc), _mm256_madd_epi16((a), (b)))
+#define ACC_DOT_U8I8_4(acc, u, s) _mm256_add_epi32((acc), DOT_U8I8_4((u), (s)))
 #endif
 
 /* hsum8 of scalar.c: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) */
@@ -326,6 +329,105 @@ static void dot_q4_K_x8_t4(int64_t n, float *out, size_t out_stride, const void 
         }
     }
     for (int t = 0; t < 4; t++) _mm256_storeu_ps(out + (size_t)t * out_stride, _mm256_sub_ps(acc[t], accm[t]));
+}
+
+/* Repacked Q4_K: one block of eight rows, interleaved so that a vector holds the same
+ * four quants of all eight rows. A VNNI step then multiplies them with four activations
+ * broadcast from one token and leaves each row's sum in its own lane: no horizontal
+ * reductions, no scale unpacking, and the nibbles of one load serve every token. */
+typedef struct {
+    uint16_t d[8], dmin[8];     /* per row */
+    uint8_t sc[8][8];           /* [sub-block][row] 6-bit scales */
+    uint8_t mn[4][8][2];        /* [sub-block pair][row][2] 6-bit mins: int16 pairs once widened */
+    uint8_t qs[4][8][8][4];     /* [64-quant group j][4-byte step g][row]: bytes 32j+4g.. of the row */
+} block_q4_K_x8;
+
+static size_t pack_q4_K_x8(int64_t n, const void *w, size_t stride, void *dst) {
+    int64_t nb = n / QK_K;
+    if (dst)
+        for (int64_t i = 0; i < nb; i++) {
+            block_q4_K_x8 *p = (block_q4_K_x8 *)dst + i;
+            for (int r = 0; r < 8; r++) {
+                const block_q4_K *a = (const block_q4_K *)((const uint8_t *)w + (size_t)r * stride) + i;
+                p->d[r] = a->d;
+                p->dmin[r] = a->dmin;
+                for (int sb = 0; sb < 8; sb++) ll_get_scale_min_k4(sb, a->scales, &p->sc[sb][r], &p->mn[sb / 2][r][sb % 2]);
+                for (int j = 0; j < 4; j++)
+                    for (int g = 0; g < 8; g++) memcpy(p->qs[j][g][r], a->qs + 32 * j + 4 * g, 4);
+            }
+        }
+    return (size_t)nb * sizeof(block_q4_K_x8);
+}
+
+/* The tile against T tokens. Per row and token the integers are those of dot_q4_K (exact,
+ * any order) and the floats the same two fused multiply-adds per block, in block order. */
+static inline __attribute__((always_inline)) void q4_K_packed_tile(int64_t n, float *out, size_t out_stride,
+                                                                   const block_q4_K_x8 *p, const void *x,
+                                                                   size_t x_stride, const int T) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[4], accm[4];
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; t++) acc[t] = accm[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++, p++) {
+        const block_q8_K *y[4];
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; t++) y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
+        _mm_prefetch((const char *)p + PREFETCH_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)p + PREFETCH_AHEAD + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)p + PREFETCH_AHEAD + 128, _MM_HINT_T0);
+        _mm_prefetch((const char *)p + PREFETCH_AHEAD + 192, _MM_HINT_T0);
+        __m256i tot[4];
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; t++) tot[t] = _mm256_setzero_si256();
+        for (int j = 0; j < 4; j++) {
+            __m256i lo[4], hi[4];   /* the two sub-blocks of group j, per token */
+            #pragma GCC unroll 4
+            for (int t = 0; t < T; t++) lo[t] = hi[t] = _mm256_setzero_si256();
+            for (int g = 0; g < 8; g++) {
+                __m256i q = _mm256_loadu_si256((const __m256i *)p->qs[j][g]);
+                __m256i ql = _mm256_and_si256(q, m4), qh = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+                #pragma GCC unroll 4
+                for (int t = 0; t < T; t++) {
+                    int32_t yl, yh;
+                    memcpy(&yl, y[t]->qs + 64 * j + 4 * g, 4);
+                    memcpy(&yh, y[t]->qs + 64 * j + 32 + 4 * g, 4);
+                    lo[t] = ACC_DOT_U8I8_4(lo[t], ql, _mm256_set1_epi32(yl));
+                    hi[t] = ACC_DOT_U8I8_4(hi[t], qh, _mm256_set1_epi32(yh));
+                }
+            }
+            __m256i sl = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p->sc[2 * j]));
+            __m256i sh = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p->sc[2 * j + 1]));
+            #pragma GCC unroll 4
+            for (int t = 0; t < T; t++)
+                tot[t] = _mm256_add_epi32(tot[t], _mm256_add_epi32(_mm256_mullo_epi32(lo[t], sl), _mm256_mullo_epi32(hi[t], sh)));
+        }
+        __m256 xd = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d));
+        __m256 xdmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->dmin));
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; t++) {
+            /* the mins against the 32-quant activation sums, as int16 pairs */
+            int16_t bs[8];
+            for (int sb = 0; sb < 8; sb++) bs[sb] = (int16_t)(y[t]->bsums[2 * sb] + y[t]->bsums[2 * sb + 1]);
+            __m256i ms = _mm256_setzero_si256();
+            for (int k = 0; k < 4; k++) {
+                int32_t pair;
+                memcpy(&pair, bs + 2 * k, 4);
+                ms = ACC_MADD16(ms, _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p->mn[k])), _mm256_set1_epi32(pair));
+            }
+            __m256 yd = _mm256_set1_ps(y[t]->d);
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot[t]), _mm256_mul_ps(yd, xd), acc[t]);
+            accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ms), _mm256_mul_ps(yd, xdmin), accm[t]);
+        }
+    }
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; t++) _mm256_storeu_ps(out + (size_t)t * out_stride, _mm256_sub_ps(acc[t], accm[t]));
+}
+
+static void dot_q4_K_packed(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
+                            int n_tok) {
+    if (n_tok == 4) { q4_K_packed_tile(n, out, out_stride, tile, x, x_stride, 4); return; }
+    for (int t = 0; t < n_tok; t++)
+        q4_K_packed_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 1);
 }
 
 static void dot_q5_K(int64_t n, float *s, const void *w, const void *x) {
@@ -636,6 +738,8 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->vec_dot[LLAMBDA_TYPE_Q4_K] = ll_avx2_dot_q4_K;
     k->vec_dot_x8[LLAMBDA_TYPE_Q4_K] = dot_q4_K_x8;
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q4_K] = dot_q4_K_x8_t4;
+    k->pack_x8[LLAMBDA_TYPE_Q4_K] = pack_q4_K_x8;
+    k->dot_packed[LLAMBDA_TYPE_Q4_K] = dot_q4_K_packed;
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q6_K] = dot_q6_K_x8_t4;
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q8_0] = dot_q8_0_x8_t4;
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q4_0] = dot_q4_0_x8_t4;

@@ -15,43 +15,65 @@ typedef struct matmul_job {
     ll_vec_dot_fn dot;
     ll_vec_dot_x8_fn dot8;
     ll_vec_dot_x8_t4_fn dot8t4;
-    atomic_long next_tile;      /* tiles are handed out as threads ask: the fast finish the rest */
+    ll_dot_packed_fn dotp;      /* for the weight's repacked tiles, when it has them */
+    atomic_long next_item;      /* work items are handed out as threads ask: the fast finish the rest */
 } matmul_job;
 
 #define ROW_TILE 8
+#define TILES_PER_GRAB 4    /* decode: 32 rows per grab */
+#define TOK_CHUNK 64        /* prefill: tokens per work item (their activations stay in L2) */
+#define PREFILL_TILES 8     /* prefill: row tiles per work item (their weights stay in L1/L2) */
 
-#define TILES_PER_GRAB 4
+/* The 8-row tile r0..r1 against tokens t0..t1, through the widest kernel that fits. */
+static void matmul_tile(const matmul_job *j, int64_t r0, int64_t r1, int t0, int t1) {
+    int64_t rows = j->w->rows;
+    const uint8_t *wt = j->w->data + (size_t)r0 * j->w->row_bytes;
+    int t = t0;
+    if (j->dotp && r1 - r0 == ROW_TILE && r0 / ROW_TILE < rows / ROW_TILE) {
+        const uint8_t *tile = j->w->packed + (size_t)(r0 / ROW_TILE) * j->w->packed_tile;
+        for (; t < t1; t += 4)
+            j->dotp(j->w->cols, j->y + (size_t)t * (size_t)rows + (size_t)r0, (size_t)rows, tile,
+                    j->xq + (size_t)t * j->xq_row, j->xq_row, t1 - t < 4 ? t1 - t : 4);
+        return;
+    }
+    if (j->dot8t4 && r1 - r0 == ROW_TILE)
+        for (; t + 4 <= t1; t += 4)
+            j->dot8t4(j->w->cols, j->y + (size_t)t * (size_t)rows + (size_t)r0, (size_t)rows, wt, j->w->row_bytes,
+                      j->xq + (size_t)t * j->xq_row, j->xq_row);
+    for (; t < t1; t++) {
+        const uint8_t *xq = j->xq + (size_t)t * j->xq_row;
+        float *yt = j->y + (size_t)t * (size_t)rows;
+        if (j->dot8 && r1 - r0 == ROW_TILE) {
+            j->dot8(j->w->cols, &yt[r0], wt, j->w->row_bytes, xq);
+            continue;
+        }
+        for (int64_t r = r0; r < r1; r++)
+            j->dot(j->w->cols, &yt[r], j->w->data + (size_t)r * j->w->row_bytes, xq);
+    }
+}
 
-/* Tiles of rows are handed out as threads ask, for one token as for a batch: a thread
- * slowed by the other load on the machine then takes fewer tiles instead of holding the
- * others at the barrier. Which thread computes a row never changes its bits. */
+/* Work items are handed out as threads ask: a thread slowed by the other load on the
+ * machine then takes fewer items instead of holding the others at the barrier. A decode
+ * item is a run of row tiles; a prefill item is a block of row tiles times a chunk of
+ * tokens, chunks outermost, so one chunk's activations stay in cache while the rows stream
+ * past. Which thread computes an element, and in which item, never changes its bits. */
 static void matmul_task(void *arg, int ith, int nth) {
     (void)ith; (void)nth;
     matmul_job *j = arg;
     int64_t rows = j->w->rows;
     int64_t n_tiles = (rows + ROW_TILE - 1) / ROW_TILE;
+    int grab = j->n_tok == 1 ? TILES_PER_GRAB : PREFILL_TILES;
+    int64_t n_rb = (n_tiles + grab - 1) / grab;
+    int64_t n_items = n_rb * (((int64_t)j->n_tok + TOK_CHUNK - 1) / TOK_CHUNK);
     for (;;) {
-    int64_t t0 = atomic_fetch_add_explicit(&j->next_tile, TILES_PER_GRAB, memory_order_relaxed);
-    if (t0 >= n_tiles) break;
-    int64_t t1 = t0 + TILES_PER_GRAB < n_tiles ? t0 + TILES_PER_GRAB : n_tiles;
-    for (int64_t tile = t0; tile < t1; tile++) {
-        int64_t r0 = tile * ROW_TILE, r1 = r0 + ROW_TILE < rows ? r0 + ROW_TILE : rows;
-        int t = 0;
-        if (j->dot8t4 && r1 - r0 == 8)
-            for (; t + 4 <= j->n_tok; t += 4)
-                j->dot8t4(j->w->cols, j->y + (size_t)t * (size_t)rows + (size_t)r0, (size_t)rows,
-                          j->w->data + (size_t)r0 * j->w->row_bytes, j->w->row_bytes, j->xq + (size_t)t * j->xq_row, j->xq_row);
-        for (; t < j->n_tok; t++) {
-            const uint8_t *xq = j->xq + (size_t)t * j->xq_row;
-            float *yt = j->y + (size_t)t * (size_t)rows;
-            if (j->dot8 && r1 - r0 == 8) {
-                j->dot8(j->w->cols, &yt[r0], j->w->data + (size_t)r0 * j->w->row_bytes, j->w->row_bytes, xq);
-                continue;
-            }
-            for (int64_t r = r0; r < r1; r++)
-                j->dot(j->w->cols, &yt[r], j->w->data + (size_t)r * j->w->row_bytes, xq);
+        int64_t it = atomic_fetch_add_explicit(&j->next_item, 1, memory_order_relaxed);
+        if (it >= n_items) break;
+        int t0 = (int)(it / n_rb) * TOK_CHUNK, t1 = t0 + TOK_CHUNK < j->n_tok ? t0 + TOK_CHUNK : j->n_tok;
+        int64_t tile0 = (it % n_rb) * grab, tile1 = tile0 + grab < n_tiles ? tile0 + grab : n_tiles;
+        for (int64_t tile = tile0; tile < tile1; tile++) {
+            int64_t r0 = tile * ROW_TILE, r1 = r0 + ROW_TILE < rows ? r0 + ROW_TILE : rows;
+            matmul_tile(j, r0, r1, t0, t1);
         }
-    }
     }
 }
 
@@ -61,7 +83,8 @@ void ll_matmul(struct llambda_context *c, const ll_weight *w, const float *x, in
     int vdt = ll_vec_dot_type(w->type);
     size_t xq_row = (size_t)llambda_type_row_bytes(vdt, w->cols);
     for (int t = 0; t < n_tok; t++) k->from_float[vdt](x + (size_t)t * (size_t)w->cols, c->qbuf + (size_t)t * xq_row, w->cols);
-    matmul_job j = {w, c->qbuf, xq_row, n_tok, y, k->vec_dot[w->type], k->vec_dot_x8[w->type], k->vec_dot_x8_t4[w->type], 0};
+    matmul_job j = {w, c->qbuf, xq_row, n_tok, y, k->vec_dot[w->type], k->vec_dot_x8[w->type], k->vec_dot_x8_t4[w->type],
+                    w->packed ? k->dot_packed[w->type] : NULL, 0};
     ll_pool_run(c->pool, matmul_task, &j);
 }
 
@@ -79,6 +102,7 @@ void ll_embed(const ll_weight *emb, int32_t tok, float *out) {
 ll_weight ll_weight_matrix(const ll_weight *w, int64_t e) {
     ll_weight v = *w;
     v.data = w->data + (size_t)e * (size_t)w->rows * w->row_bytes;
+    if (w->packed) v.packed = w->packed + (size_t)e * (size_t)(w->rows / 8) * w->packed_tile;
     v.n_mat = 1;
     v.bind = w->bind ? w->bind + e : NULL;   /* each matrix of a stack has its own bindings */
     return v;
