@@ -241,6 +241,9 @@ int llambda_model_n_embd(const llambda_model *m);
 int llambda_model_n_layer(const llambda_model *m);
 int64_t llambda_model_n_params(const llambda_model *m);
 uint64_t llambda_model_size_bytes(const llambda_model *m);
+/* Bytes of weights the CPU kernels repacked into their own layout at load (0 when none
+ * was, e.g. with LLAMBDA_NO_REPACK=1 or kernels without a repacked layout). */
+uint64_t llambda_model_repacked_bytes(const llambda_model *m);
 int32_t llambda_token_bos(const llambda_model *m);  /* -1 when none */
 int32_t llambda_token_eos(const llambda_model *m);
 bool llambda_token_is_eog(const llambda_model *m, int32_t tok);

@@ -343,6 +343,7 @@ int llambda_model_n_embd(const llambda_model *m) { return m->hp.n_embd; }
 int llambda_model_n_layer(const llambda_model *m) { return m->hp.n_layer; }
 int64_t llambda_model_n_params(const llambda_model *m) { return m->n_params; }
 uint64_t llambda_model_size_bytes(const llambda_model *m) { return m->weight_bytes; }
+uint64_t llambda_model_repacked_bytes(const llambda_model *m) { return m->packed_bytes; }
 int32_t llambda_token_bos(const llambda_model *m) { return m->vocab.bos; }
 int32_t llambda_token_eos(const llambda_model *m) { return m->vocab.eos; }
 bool llambda_token_is_eog(const llambda_model *m, int32_t t) { return t >= 0 && t < m->vocab.n_vocab && m->vocab.is_eog[t]; }

@@ -118,6 +118,30 @@ static void test_invariance(const char *rel) {
     llambda_model_free(m);
 }
 
+/* Weights repacked at load (when the kernels have a layout for the type) give the bits of
+ * the mapped rows, for prompts and single tokens, dense and expert matrices. */
+static void test_repack_bits(const char *rel) {
+    setenv("LLAMBDA_NO_REPACK", "1", 1);
+    llambda_model *plain = load(rel);
+    unsetenv("LLAMBDA_NO_REPACK");
+    llambda_model *packed = load(rel);
+    if (!plain || !packed) { llambda_model_free(plain); llambda_model_free(packed); return; }
+    CHECK(llambda_model_repacked_bytes(plain) == 0, "LLAMBDA_NO_REPACK=1 still repacked");
+    int avx = strcmp(llambda_isa(), "scalar") != 0;
+    printf("  %s: %.2f MB repacked (%s kernels)\n", rel, llambda_model_repacked_bytes(packed) / 1e6, llambda_isa());
+    if (avx) CHECK(llambda_model_repacked_bytes(packed) > 0, "nothing repacked with %s kernels", llambda_isa());
+    int V = llambda_model_n_vocab(plain), n = 40;
+    int32_t seq[40];
+    for (int i = 0; i < n; i++) seq[i] = i < NP ? PROMPT[i] : (int32_t)((i * 97 + 11) % (V - 40) + 20);
+    for (int batch = 1; batch <= 512; batch += 511) {
+        float *a = eval_all(plain, seq, n, 2, batch, n), *b = eval_all(packed, seq, n, 2, batch, n);
+        CHECK(!memcmp(a, b, (size_t)n * V * 4), "%s: repacked logits differ (batch %d)", rel, batch);
+        free(a); free(b);
+    }
+    llambda_model_free(plain);
+    llambda_model_free(packed);
+}
+
 /* Gemma 4: the sliding layers' ring (window + batch - 1 cells) wraps when batches are
  * small; logits must not change. */
 static void test_gemma_ring(void) {
@@ -422,6 +446,8 @@ int main(void) {
     TEST("inference: logits independent of batch size and threads (qwen2 Q6_K)") test_invariance("models/tiny-qwen25-Q6_K.gguf");
     TEST("inference: logits independent of batch size and threads (F32)") test_invariance("models/tiny-llama31-F32.gguf");
     TEST("inference: logits independent of batch size and threads (gemma4 experts)") test_invariance("archs/gemma4/models/tiny-gemma4-moe-Q4_K_M.gguf");
+    TEST("inference: repacked Q4_K weights give the mapped rows' bits (llama Q4_K_M)") test_repack_bits(LLAMA);
+    TEST("inference: repacked Q4_K weights give the mapped rows' bits (qwen3next experts)") test_repack_bits("archs/qwen3next/models/tiny-qwen3next-Q4_K_M.gguf");
     TEST("inference: gemma4 sliding-window ring: logits independent of batch and chunking; KV bytes") test_gemma_ring();
     TEST("inference: exact replay, gemma4 Q4_K_M (sliding window, shared KV)") test_exact_replay("archs/gemma4/models/tiny-gemma4-Q4_K_M.gguf");
     TEST("inference: exact replay, gemma4 with batch 3 (the sliding ring wraps while generating)") test_exact_replay_batch("archs/gemma4/models/tiny-gemma4-F16.gguf", 3);
