@@ -16,7 +16,9 @@ typedef struct matmul_job {
     ll_vec_dot_x8_fn dot8;
     ll_vec_dot_x8_t4_fn dot8t4;
     ll_dot_packed_fn dotp;      /* for the weight's repacked tiles, when it has them */
-    atomic_long next_item;      /* work items are handed out as threads ask: the fast finish the rest */
+    /* work items are handed out as threads ask: the fast finish the rest. On its own cache
+     * line, so the other threads' grabs do not evict the fields above. */
+    _Alignas(64) atomic_long next_item;
 } matmul_job;
 
 #define ROW_TILE 8
@@ -58,11 +60,13 @@ static void matmul_tile(const matmul_job *j, int64_t r0, int64_t r1, int t0, int
  * tokens, chunks outermost, so one chunk's activations stay in cache while the rows stream
  * past. Which thread computes an element, and in which item, never changes its bits. */
 static void matmul_task(void *arg, int ith, int nth) {
-    (void)ith; (void)nth;
+    (void)ith;
     matmul_job *j = arg;
     int64_t rows = j->w->rows;
     int64_t n_tiles = (rows + ROW_TILE - 1) / ROW_TILE;
-    int grab = j->n_tok == 1 ? TILES_PER_GRAB : PREFILL_TILES;
+    int64_t grab = j->n_tok == 1 ? TILES_PER_GRAB : PREFILL_TILES;
+    /* tall matrices: about 16 grabs per thread, enough to even out, few enough to be cheap */
+    if (j->n_tok == 1 && n_tiles / (16 * nth) > grab) grab = n_tiles / (16 * nth);
     int64_t n_rb = (n_tiles + grab - 1) / grab;
     int64_t n_items = n_rb * (((int64_t)j->n_tok + TOK_CHUNK - 1) / TOK_CHUNK);
     for (;;) {
@@ -83,8 +87,9 @@ void ll_matmul(struct llambda_context *c, const ll_weight *w, const float *x, in
     int vdt = ll_vec_dot_type(w->type);
     size_t xq_row = (size_t)llambda_type_row_bytes(vdt, w->cols);
     for (int t = 0; t < n_tok; t++) k->from_float[vdt](x + (size_t)t * (size_t)w->cols, c->qbuf + (size_t)t * xq_row, w->cols);
-    matmul_job j = {w, c->qbuf, xq_row, n_tok, y, k->vec_dot[w->type], k->vec_dot_x8[w->type], k->vec_dot_x8_t4[w->type],
-                    w->packed ? k->dot_packed[w->type] : NULL, 0};
+    matmul_job j = {.w = w, .xq = c->qbuf, .xq_row = xq_row, .n_tok = n_tok, .y = y, .dot = k->vec_dot[w->type],
+                    .dot8 = k->vec_dot_x8[w->type], .dot8t4 = k->vec_dot_x8_t4[w->type],
+                    .dotp = w->packed ? k->dot_packed[w->type] : NULL, .next_item = 0};
     ll_pool_run(c->pool, matmul_task, &j);
 }
 
