@@ -119,6 +119,8 @@ typedef struct ll_kernels {
     ll_dot_packed_fn dot_packed[LLAMBDA_TYPE_COUNT]; /* with their tile kernels */
     ll_from_float_fn from_float[LLAMBDA_TYPE_COUNT]; /* by activation type */
     float (*dot_f16_f16)(const uint16_t *a, const uint16_t *b, int64_t n);  /* attention q·k */
+    /* optional: ll_swiglu's g = silu(g) ⊙ u with the same bits, vectorized */
+    void (*swiglu)(float *g, const float *u, int64_t n);
     /* One query head (f16) over the cells (first + i) % ring, i < n, of an f16 cache (row
      * stride W halves, head offset applied), as llama.cpp's single-chunk flash attention:
      * online softmax, f16 V accumulator. */
@@ -142,6 +144,10 @@ int ll_cpu_has_avx512(void);
 /* The f16·f16 dot every ISA reproduces (scalar.c): used by attention too. */
 float ll_dot_f16_f16(const uint16_t *a, const uint16_t *b, int64_t n);
 float ll_reduce_4x16(float acc[4][16]);
+
+/* SiLU pieces (ops/norm.c) that the vector kernels fall back on */
+float ll_exp_simd(float x);
+void ll_swiglu_scalar(float *g, const float *u, int64_t n);
 
 /* quantize helpers used by from_float */
 void ll_quantize_row_q8_0(const float *x, void *y, int64_t n);

@@ -95,6 +95,27 @@ int main(void) {
         }
         n++;
     }
+    TEST("kernels: vector SwiGLU gives the scalar bits") {
+        enum { N = 1000 };   /* not a multiple of 16: the libm tail too */
+        float g[N], u[N], want[N], got[N];
+        for (int i = 0; i < N; i++) { g[i] = frand() * (i % 97 == 0 ? 120.f : 12.f); u[i] = frand() * 4.f; }
+        memcpy(want, g, sizeof g);
+        ll_swiglu_scalar(want, u, N);
+        CHECK(isfinite(want[0]) && want[1] != g[1], "scalar SwiGLU did nothing");
+#ifdef LL_HAVE_AVX2
+        ll_kernels kk[2];
+        int nk = 0;
+        if (ll_cpu_has_avx2()) ll_kernels_avx2(&kk[nk++]);
+        if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) ll_kernels_avx512(&kk[nk++]);
+        for (int v = 0; v < nk; v++) {
+            memcpy(got, g, sizeof g);
+            kk[v].swiglu(got, u, N);
+            int bad = 0;
+            for (int i = 0; i < N; i++) bad += memcmp(&got[i], &want[i], 4) != 0;
+            CHECK(!bad, "%s SwiGLU differs from scalar in %d of %d", kk[v].isa, bad, N);
+        }
+#endif
+    }
     TEST("kernels: the prefill tiles exist for the main quant types") {
         CHECK(n >= 10, "only %d weight types tested", n);
 #ifdef LL_HAVE_AVX2

@@ -729,6 +729,33 @@ static void attend_f16(const uint16_t *q16, const uint16_t *K, const uint16_t *V
     }
 }
 
+/* ll_swiglu, eight lanes at a time: the same operations as ll_exp_simd in the same order
+ * (fused multiply-adds are exact-rounded in a vector as in fmaf), so the same bits. A group
+ * with a lane whose 2^n is not a normal float, and the tail past the last 16, go scalar. */
+static void swiglu(float *g, const float *u, int64_t n) {
+    int64_t body = n - n % 16, i = 0;
+    const __m256 shift = _mm256_set1_ps(0x1.8p23f), one = _mm256_set1_ps(1.0f), lim = _mm256_set1_ps(126.0f);
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    for (; i + 8 <= body; i += 8) {
+        __m256 gv = _mm256_loadu_ps(g + i), x = _mm256_sub_ps(_mm256_setzero_ps(), gv);
+        __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), shift);
+        __m256 nn = _mm256_sub_ps(z, shift);
+        if (_mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(nn, absmask), lim, _CMP_GT_OQ))) {
+            for (int l = 0; l < 8; l++) g[i + l] = g[i + l] / (1.0f + ll_exp_simd(-g[i + l])) * u[i + l];
+            continue;
+        }
+        __m256 b = _mm256_fnmadd_ps(nn, _mm256_set1_ps(0x1.7f7d1cp-20f), _mm256_fnmadd_ps(nn, _mm256_set1_ps(0x1.62e4p-1f), x));
+        __m256 uu = _mm256_mul_ps(b, b);
+        __m256 hi = _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), uu,
+                                    _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f)));
+        __m256 j = _mm256_fmadd_ps(hi, uu, _mm256_fmadd_ps(_mm256_set1_ps(0x1.ffffecp-1f), b, one));
+        __m256 p2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(nn), _mm256_set1_epi32(127)), 23));
+        __m256 e = _mm256_mul_ps(j, p2);
+        _mm256_storeu_ps(g + i, _mm256_mul_ps(_mm256_div_ps(gv, _mm256_add_ps(one, e)), _mm256_loadu_ps(u + i)));
+    }
+    ll_swiglu_scalar(g + i, u + i, n - i);
+}
+
 void ll_kernels_avx2(ll_kernels *k) {
     k->isa = ISA_NAME;
     k->vec_dot[LLAMBDA_TYPE_F32] = dot_f32;
@@ -747,6 +774,7 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->vec_dot[LLAMBDA_TYPE_Q6_K] = dot_q6_K;
     k->dot_f16_f16 = dot_f16_f16;
     k->attend_f16 = attend_f16;
+    k->swiglu = swiglu;
     k->from_float[LLAMBDA_TYPE_Q8_0] = quantize_row_q8_0;
     k->from_float[LLAMBDA_TYPE_Q8_K] = quantize_row_q8_K;
 }

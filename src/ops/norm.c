@@ -36,6 +36,12 @@ float ll_exp_simd(float x) {
 /* g = silu(g) ⊙ u over one row: vector lanes in groups of 16, the tail with libm expf,
  * exactly as llama.cpp's AVX-512 build splits it. */
 void ll_swiglu(float *g, const float *u, int64_t n) {
+    const ll_kernels *k = ll_kernels_get();
+    if (k->swiglu) { k->swiglu(g, u, n); return; }
+    ll_swiglu_scalar(g, u, n);
+}
+
+void ll_swiglu_scalar(float *g, const float *u, int64_t n) {
     int64_t body = n - n % 16;
     for (int64_t i = 0; i < body; i++) g[i] = g[i] / (1.0f + ll_exp_simd(-g[i])) * u[i];
     for (int64_t i = body; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
