@@ -293,6 +293,7 @@ llambda_status llambda_bench_projection(llambda_model *m, const char *tensor, co
     c.m = m;
     c.pool = ll_pool_create(n_threads > 0 ? n_threads : m->n_threads);
     c.qbuf_row = (size_t)t->ne[0] * 4 + 512;
+    c.n_batch = n_tok;
     c.qbuf = malloc((size_t)n_tok * c.qbuf_row);
     size_t ny = (size_t)n_tok * (size_t)t->ne[1];
     float *x = malloc((size_t)n_tok * (size_t)t->ne[0] * 4), *y = malloc(ny * 4), *ycpu = malloc(ny * 4);

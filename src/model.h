@@ -209,6 +209,9 @@ struct llambda_context {
 
 /* y[t][r] = W[r] · x[t] (+ bias) for t < n_tok; activations converted as the type wants. */
 void ll_matmul(struct llambda_context *c, const ll_weight *w, const float *x, int n_tok, float *y);
+/* Several products y = W·x as one pool task (one barrier for all), e.g. a token's experts. */
+typedef struct ll_matmul_op { const ll_weight *w; const float *x; int n_tok; float *y; } ll_matmul_op;
+void ll_matmul_many(struct llambda_context *c, const ll_matmul_op *ops, int n_ops);
 /* Matrix e of a stacked (expert) weight as a 2-D weight, with its own bindings. */
 ll_weight ll_weight_matrix(const ll_weight *w, int64_t e);
 void ll_add_bias(float *y, const ll_weight *b, int n_tok);

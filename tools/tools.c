@@ -310,6 +310,7 @@ static int synth_hybrid(llambda_gguf_writer *w, fill_ctx *fcs, int *nf, const hy
     llambda_gguf_set_u32(w, K("attention.key_length"), (uint32_t)hy->D);
     llambda_gguf_set_u32(w, K("attention.value_length"), (uint32_t)hy->D);
     llambda_gguf_set_f32(w, K("attention.layer_norm_rms_epsilon"), hy->eps);
+    if (nemo) llambda_gguf_set_f32(w, K("attention.layer_norm_epsilon"), hy->eps);   /* llama.cpp requires both */
     llambda_gguf_set_f32(w, K("rope.freq_base"), hy->rope_base);
     llambda_gguf_set_u32(w, K("ssm.conv_kernel"), (uint32_t)hy->K);
     llambda_gguf_set_u32(w, K("ssm.state_size"), (uint32_t)hy->N);

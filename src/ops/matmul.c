@@ -16,10 +16,18 @@ typedef struct matmul_job {
     ll_vec_dot_x8_fn dot8;
     ll_vec_dot_x8_t4_fn dot8t4;
     ll_dot_packed_fn dotp;      /* for the weight's repacked tiles, when it has them */
-    /* work items are handed out as threads ask: the fast finish the rest. On its own cache
-     * line, so the other threads' grabs do not evict the fields above. */
-    _Alignas(64) atomic_long next_item;
 } matmul_job;
+
+/* Several products run as one pool task: their work items are numbered one after the
+ * other and handed out as threads ask (the fast finish the rest), so many small products
+ * (a token's experts) cost one barrier, not one each. */
+#define MAX_JOBS 64
+typedef struct matmul_set {
+    const matmul_job *jobs;
+    int n;
+    /* On its own cache line, so the other threads' grabs do not evict the fields above. */
+    _Alignas(64) atomic_long next_item;
+} matmul_set;
 
 #define ROW_TILE 8
 #define TILES_PER_GRAB 4    /* decode: 32 rows per grab */
@@ -54,43 +62,90 @@ static void matmul_tile(const matmul_job *j, int64_t r0, int64_t r1, int t0, int
     }
 }
 
-/* Work items are handed out as threads ask: a thread slowed by the other load on the
- * machine then takes fewer items instead of holding the others at the barrier. A decode
- * item is a run of row tiles; a prefill item is a block of row tiles times a chunk of
- * tokens, chunks outermost, so one chunk's activations stay in cache while the rows stream
- * past. Which thread computes an element, and in which item, never changes its bits. */
+/* A job's work items: a decode item is a run of row tiles; a prefill item is a block of
+ * row tiles times a chunk of tokens, chunks outermost, so one chunk's activations stay in
+ * cache while the rows stream past. */
+typedef struct { int64_t n_tiles, grab, n_rb, n_items; } job_items;
+
+static job_items items_of(const matmul_job *j, int nth) {
+    job_items it;
+    it.n_tiles = (j->w->rows + ROW_TILE - 1) / ROW_TILE;
+    it.grab = j->n_tok == 1 ? TILES_PER_GRAB : PREFILL_TILES;
+    /* tall matrices: about 16 grabs per thread, enough to even out, few enough to be cheap */
+    if (j->n_tok == 1 && it.n_tiles / (16 * nth) > it.grab) it.grab = it.n_tiles / (16 * nth);
+    it.n_rb = (it.n_tiles + it.grab - 1) / it.grab;
+    it.n_items = it.n_rb * (((int64_t)j->n_tok + TOK_CHUNK - 1) / TOK_CHUNK);
+    return it;
+}
+
+static void run_item(const matmul_job *j, const job_items *it, int64_t item) {
+    int t0 = (int)(item / it->n_rb) * TOK_CHUNK, t1 = t0 + TOK_CHUNK < j->n_tok ? t0 + TOK_CHUNK : j->n_tok;
+    int64_t tile0 = (item % it->n_rb) * it->grab, tile1 = tile0 + it->grab < it->n_tiles ? tile0 + it->grab : it->n_tiles;
+    for (int64_t tile = tile0; tile < tile1; tile++) {
+        int64_t r0 = tile * ROW_TILE, r1 = r0 + ROW_TILE < j->w->rows ? r0 + ROW_TILE : j->w->rows;
+        matmul_tile(j, r0, r1, t0, t1);
+    }
+}
+
+/* Which thread computes an element, and in which item, never changes its bits. */
 static void matmul_task(void *arg, int ith, int nth) {
     (void)ith;
-    matmul_job *j = arg;
-    int64_t rows = j->w->rows;
-    int64_t n_tiles = (rows + ROW_TILE - 1) / ROW_TILE;
-    int64_t grab = j->n_tok == 1 ? TILES_PER_GRAB : PREFILL_TILES;
-    /* tall matrices: about 16 grabs per thread, enough to even out, few enough to be cheap */
-    if (j->n_tok == 1 && n_tiles / (16 * nth) > grab) grab = n_tiles / (16 * nth);
-    int64_t n_rb = (n_tiles + grab - 1) / grab;
-    int64_t n_items = n_rb * (((int64_t)j->n_tok + TOK_CHUNK - 1) / TOK_CHUNK);
+    matmul_set *s = arg;
+    job_items its[MAX_JOBS];
+    int64_t end[MAX_JOBS], total = 0;
+    for (int k = 0; k < s->n; k++) { its[k] = items_of(&s->jobs[k], nth); end[k] = total += its[k].n_items; }
+    int k = 0;
     for (;;) {
-        int64_t it = atomic_fetch_add_explicit(&j->next_item, 1, memory_order_relaxed);
-        if (it >= n_items) break;
-        int t0 = (int)(it / n_rb) * TOK_CHUNK, t1 = t0 + TOK_CHUNK < j->n_tok ? t0 + TOK_CHUNK : j->n_tok;
-        int64_t tile0 = (it % n_rb) * grab, tile1 = tile0 + grab < n_tiles ? tile0 + grab : n_tiles;
-        for (int64_t tile = tile0; tile < tile1; tile++) {
-            int64_t r0 = tile * ROW_TILE, r1 = r0 + ROW_TILE < rows ? r0 + ROW_TILE : rows;
-            matmul_tile(j, r0, r1, t0, t1);
+        int64_t item = atomic_fetch_add_explicit(&s->next_item, 1, memory_order_relaxed);
+        if (item >= total) break;
+        while (item >= end[k]) k++;   /* items only grow */
+        run_item(&s->jobs[k], &its[k], item - (end[k] - its[k].n_items));
+    }
+}
+
+/* y_k = W_k · x_k for each product; activations converted to each weight's vec_dot_type
+ * once (products that share an input and a type share the conversion). */
+void ll_matmul_many(struct llambda_context *c, const ll_matmul_op *ops, int n_ops) {
+    const ll_kernels *k = ll_kernels_get();
+    matmul_job jobs[MAX_JOBS];
+    const float *job_x[MAX_JOBS];
+    size_t cap = (size_t)c->n_batch * c->qbuf_row, used = 0;
+    int n = 0;
+    for (int i = 0; i < n_ops; i++) {
+        const ll_weight *w = ops[i].w;
+        if (w->bind && ll_bindings_run(w, ops[i].x, ops[i].n_tok, ops[i].y)) continue;   /* an accelerator took it */
+        int vdt = ll_vec_dot_type(w->type);
+        size_t xq_row = (size_t)llambda_type_row_bytes(vdt, w->cols), bytes = xq_row * (size_t)ops[i].n_tok;
+        const uint8_t *xq = NULL;
+        for (int p = 0; p < n && !xq; p++)   /* the same input already converted to the same type */
+            if (job_x[p] == ops[i].x && jobs[p].n_tok == ops[i].n_tok && ll_vec_dot_type(jobs[p].w->type) == vdt && jobs[p].w->cols == w->cols)
+                xq = jobs[p].xq;
+        if (!xq && (n == MAX_JOBS || used + bytes > cap)) {   /* scratch full: run what we have */
+            matmul_set set = {.jobs = jobs, .n = n, .next_item = 0};
+            if (n) ll_pool_run(c->pool, matmul_task, &set);
+            n = 0; used = 0;
         }
+        if (!xq) {
+            uint8_t *dst = c->qbuf + used;
+            for (int t = 0; t < ops[i].n_tok; t++)
+                k->from_float[vdt](ops[i].x + (size_t)t * (size_t)w->cols, dst + (size_t)t * xq_row, w->cols);
+            xq = dst;
+            used += (bytes + 63) & ~(size_t)63;
+        }
+        job_x[n] = ops[i].x;
+        jobs[n++] = (matmul_job){.w = w, .xq = xq, .xq_row = xq_row, .n_tok = ops[i].n_tok, .y = ops[i].y,
+                                 .dot = k->vec_dot[w->type], .dot8 = k->vec_dot_x8[w->type], .dot8t4 = k->vec_dot_x8_t4[w->type],
+                                 .dotp = w->packed ? k->dot_packed[w->type] : NULL};
+    }
+    if (n) {
+        matmul_set set = {.jobs = jobs, .n = n, .next_item = 0};
+        ll_pool_run(c->pool, matmul_task, &set);
     }
 }
 
 void ll_matmul(struct llambda_context *c, const ll_weight *w, const float *x, int n_tok, float *y) {
-    if (w->bind && ll_bindings_run(w, x, n_tok, y)) return;   /* an accelerator took it */
-    const ll_kernels *k = ll_kernels_get();
-    int vdt = ll_vec_dot_type(w->type);
-    size_t xq_row = (size_t)llambda_type_row_bytes(vdt, w->cols);
-    for (int t = 0; t < n_tok; t++) k->from_float[vdt](x + (size_t)t * (size_t)w->cols, c->qbuf + (size_t)t * xq_row, w->cols);
-    matmul_job j = {.w = w, .xq = c->qbuf, .xq_row = xq_row, .n_tok = n_tok, .y = y, .dot = k->vec_dot[w->type],
-                    .dot8 = k->vec_dot_x8[w->type], .dot8t4 = k->vec_dot_x8_t4[w->type],
-                    .dotp = w->packed ? k->dot_packed[w->type] : NULL, .next_item = 0};
-    ll_pool_run(c->pool, matmul_task, &j);
+    ll_matmul_op op = {w, x, n_tok, y};
+    ll_matmul_many(c, &op, 1);
 }
 
 void ll_add_bias(float *y, const ll_weight *b, int n_tok) {

@@ -105,38 +105,68 @@ void ll_moe_forward(struct llambda_context *c, const ll_moe *e, const float *rou
     ll_moe_route(e, logits, n, probs, sel, w);
     float *xg = c->moe_in, *hg = c->moe_h, *ug = c->moe_u, *dg = c->moe_d;
     int *rows = c->moe_rows;
-    for (int ex = 0; ex < X; ex++) {
-        /* gather the (token, slot) pairs that chose this expert */
-        int m = 0;
-        for (int t = 0; t < n; t++)
-            for (int k = 0; k < K; k++)
-                if (sel[(size_t)t * K + k] == ex) { rows[m] = t * K + k; memcpy(xg + (size_t)m * E, x + (size_t)t * E, (size_t)E * 4); m++; }
-        if (!m) continue;
-        if (e->gate_up.data) {
-            ll_weight gu = ll_weight_matrix(&e->gate_up, ex);
-            ll_matmul(c, &gu, xg, m, hg);                       /* [m][2FX]: gate then up */
-            for (int i = 0; i < m; i++) {
-                float *row = hg + (size_t)i * 2 * FX;
-                memcpy(ug + (size_t)i * FX, row + FX, (size_t)FX * 4);
-                memmove(hg + (size_t)i * FX, row, (size_t)FX * 4);
-            }
-        } else {
-            ll_weight g = ll_weight_matrix(&e->gate, ex);
-            ll_matmul(c, &g, xg, m, hg);
-            if (e->up.data) { ll_weight u = ll_weight_matrix(&e->up, ex); ll_matmul(c, &u, xg, m, ug); }
+    /* gather the (token, slot) pairs by expert: expert ex's m rows start at row `first` */
+    enum { CHUNK = 64 };   /* experts per round of products */
+    int ex = 0, total = 0;
+    while (ex < X) {
+        int used[CHUNK], first[CHUNK], cnt[CHUNK], ne = 0, base = total;
+        for (; ex < X && ne < CHUNK; ex++) {
+            int m = 0;
+            for (int t = 0; t < n; t++)
+                for (int k = 0; k < K; k++)
+                    if (sel[(size_t)t * K + k] == ex) {
+                        rows[total + m] = t * K + k;
+                        memcpy(xg + (size_t)(total + m) * E, x + (size_t)t * E, (size_t)E * 4);
+                        m++;
+                    }
+            if (!m) continue;
+            used[ne] = ex; first[ne] = total; cnt[ne] = m; ne++;
+            total += m;
         }
+        if (!ne) continue;
+        /* gate and up of every expert of the round: one task */
+        ll_matmul_op ops[2 * CHUNK];
+        ll_weight mats[2 * CHUNK];
+        int no = 0;
+        for (int i = 0; i < ne; i++) {
+            const float *xi = xg + (size_t)first[i] * E;
+            if (e->gate_up.data) {
+                mats[no] = ll_weight_matrix(&e->gate_up, used[i]);
+                ops[no] = (ll_matmul_op){&mats[no], xi, cnt[i], hg + (size_t)first[i] * 2 * FX}; no++;   /* gate then up */
+            } else {
+                mats[no] = ll_weight_matrix(&e->gate, used[i]);
+                ops[no] = (ll_matmul_op){&mats[no], xi, cnt[i], hg + (size_t)first[i] * FX}; no++;
+                if (e->up.data) {
+                    mats[no] = ll_weight_matrix(&e->up, used[i]);
+                    ops[no] = (ll_matmul_op){&mats[no], xi, cnt[i], ug + (size_t)first[i] * FX}; no++;
+                }
+            }
+        }
+        ll_matmul_many(c, ops, no);
+        if (e->gate_up.data)   /* split [2FX] rows into gate (compacted in place, rows in order) and up */
+            for (int r = base; r < total; r++) {
+                float *row = hg + (size_t)r * 2 * FX;
+                memcpy(ug + (size_t)r * FX, row + FX, (size_t)FX * 4);
+                memmove(hg + (size_t)r * FX, row, (size_t)FX * 4);
+            }
         if (e->act == LL_ACT_RELU2 && !e->up.data && !e->gate_up.data) {
-            for (size_t i = 0; i < (size_t)m * FX; i++) { float r = hg[i] > 0 ? hg[i] : 0; hg[i] = r * r; }
+            for (size_t i = (size_t)base * FX; i < (size_t)total * FX; i++) { float r = hg[i] > 0 ? hg[i] : 0; hg[i] = r * r; }
         } else
-            for (int i = 0; i < m; i++) activate(e, hg + (size_t)i * FX, ug + (size_t)i * FX, FX);
-        ll_weight d = ll_weight_matrix(&e->down, ex);
-        ll_matmul(c, &d, hg, m, dg);                            /* [m][E] */
-        for (int i = 0; i < m; i++) {
-            float *o = eo + (size_t)rows[i] * E, *dr = dg + (size_t)i * E;
-            float s = e->down_scale ? e->down_scale[ex] : 1.0f;
-            float wt = w[rows[i]];
-            if (e->down_scale) for (int j = 0; j < E; j++) o[j] = (dr[j] * s) * wt;
-            else for (int j = 0; j < E; j++) o[j] = dr[j] * wt;
+            for (int r = base; r < total; r++) activate(e, hg + (size_t)r * FX, ug + (size_t)r * FX, FX);
+        /* down of every expert of the round: one task */
+        for (int i = 0; i < ne; i++) {
+            mats[i] = ll_weight_matrix(&e->down, used[i]);
+            ops[i] = (ll_matmul_op){&mats[i], hg + (size_t)first[i] * FX, cnt[i], dg + (size_t)first[i] * E};
+        }
+        ll_matmul_many(c, ops, ne);
+        for (int i = 0; i < ne; i++) {
+            float s = e->down_scale ? e->down_scale[used[i]] : 1.0f;
+            for (int r = first[i]; r < first[i] + cnt[i]; r++) {
+                float *o = eo + (size_t)rows[r] * E, *dr = dg + (size_t)r * E;
+                float wt = w[rows[r]];
+                if (e->down_scale) for (int j = 0; j < E; j++) o[j] = (dr[j] * s) * wt;
+                else for (int j = 0; j < E; j++) o[j] = dr[j] * wt;
+            }
         }
     }
     /* sum each token's experts in slot order */
