@@ -6,10 +6,10 @@
 #
 # Environment: THREADS (default 2), REPS (default 3), PP (default 512), TG (default 128),
 # LLAMBDA (default build/llambda), BENCH_ARGS (passed to both engines, e.g. "-ngl 99"). Writes a Markdown table to stdout:
-#   ratio = llambda t/s / llama.cpp t/s; roofline = tg t/s x model bytes / read bandwidth
-# (the bandwidth is measured by `llambda bench-mem` in the same run; for models with routed
-# experts the file size overstates the bytes read per token, so their roofline column is
-# left out).
+#   ratio = llambda t/s / llama.cpp t/s; roofline = tg t/s x bytes of weights read per token
+#   / read bandwidth (the bandwidth measured by `llambda bench-mem` in the same run; the bytes
+#   per token as `llambda bench` reports them: routed experts count for the share a token
+#   uses, an embedding table that is not the output head for one row).
 set -eu
 [ $# -ge 2 ] || { echo "usage: $0 LLAMA_CPP_BUILD_DIR MODEL.gguf [MODEL.gguf ...]" >&2; exit 2; }
 LCPP=$1; shift
@@ -41,10 +41,10 @@ for M in "$@"; do
     opp=$(printf '%s\n' "$O" | grep "\"n_prompt\": $PP, \"n_gen\": 0" | field avg_ts)
     otg=$(printf '%s\n' "$O" | grep "\"n_prompt\": 0, \"n_gen\": $TG" | field avg_ts)
     isa=$(printf '%s\n' "$O" | field isa | head -1)
-    experts=$("$LLAMBDA" info "$M" 2>/dev/null | grep -c 'expert_count' || true)
+    act=$(printf '%s\n' "$O" | field active_bytes | head -1)
     ROWS="$ROWS$(awk -v m="$(basename "$M")" -v s="$size" -v bw="$BW" -v lpp="$lpp" -v ltg="$ltg" -v opp="$opp" -v otg="$otg" \
-        -v pp="$PP" -v tg="$TG" -v isa="$isa" -v moe="$experts" 'BEGIN {
-        roof = moe > 0 ? "n/a (experts)" : sprintf("%.0f%% / %.0f%%", 100 * otg * s / (bw * 1e9), 100 * ltg * s / (bw * 1e9));
+        -v pp="$PP" -v tg="$TG" -v isa="$isa" -v act="$act" 'BEGIN {
+        roof = sprintf("%.0f%% / %.0f%% (%.0f MB/token)", 100 * otg * act / (bw * 1e9), 100 * ltg * act / (bw * 1e9), act / 1e6);
         printf "| %s | %.0f MB | pp%d | %.2f | %.2f | %.2fx | |\n", m, s / 1e6, pp, opp, lpp, opp / lpp;
         printf "| %s | %.0f MB | tg%d | %.2f | %.2f | %.2fx | %s |\n", m, s / 1e6, tg, otg, ltg, otg / ltg, roof;
     }')

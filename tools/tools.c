@@ -524,6 +524,30 @@ static void stats(const double *v, int n, double *mean, double *sd) {
     *sd = n > 1 ? sqrt(q / (n - 1)) : 0;
 }
 
+/* Bytes of weights one generated token reads: routed-expert stacks count for the share of
+ * experts a token uses, and an embedding table that is not also the output head for one
+ * row only. The roofline of generation is this over the read bandwidth. */
+static uint64_t active_bytes(const llambda_model *m) {
+    const llambda_gguf *g = llambda_model_gguf(m);
+    char key[96];
+    snprintf(key, sizeof key, "%s.expert_count", llambda_model_arch(m));
+    uint32_t X = llambda_gguf_get_u32(g, key, 0);
+    snprintf(key, sizeof key, "%s.expert_used_count", llambda_model_arch(m));
+    uint32_t K = llambda_gguf_get_u32(g, key, 0);
+    int untied = llambda_gguf_find_tensor(g, "output.weight") != NULL;
+    double sum = 0;
+    for (int64_t i = 0; i < llambda_gguf_n_tensors(g); i++) {
+        const llambda_gguf_tensor *t = llambda_gguf_tensor_at(g, i);
+        double b = (double)t->nbytes;
+        if ((untied && !strcmp(t->name, "token_embd.weight")) || !strcmp(t->name, "per_layer_token_embd.weight"))
+            b /= (double)t->ne[1];
+        else if (X > 1 && K && t->n_dims == 3 && t->ne[2] == X)
+            b = b * K / X;
+        sum += b;
+    }
+    return (uint64_t)sum;
+}
+
 static const char bench_usage[] = "usage: llambda bench -m MODEL [-p 512] [-n 128] [-t THREADS] [-r REPS] [-o md|json]\n";
 
 int cmd_bench(int argc, char **argv) {
@@ -593,9 +617,11 @@ int cmd_bench(int argc, char **argv) {
             int np = pass == 0 ? pp : 0, ng = pass == 0 ? 0 : tg;
             if ((pass == 0 && !pp) || (pass == 1 && !tg)) continue;
             printf("%s  {\"model_filename\": \"%s\", \"model_type\": \"%s %s\", \"model_size\": %llu, \"model_n_params\": %lld, "
-                   "\"n_threads\": %d, \"n_prompt\": %d, \"n_gen\": %d, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"isa\": \"%s\"}",
+                   "\"n_threads\": %d, \"n_prompt\": %d, \"n_gen\": %d, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"isa\": \"%s\", "
+                   "\"active_bytes\": %llu}",
                    first ? "" : ",\n", model, llambda_model_arch(m), ft ? ft : "?", (unsigned long long)llambda_model_size_bytes(m),
-                   (long long)llambda_model_n_params(m), threads, np, ng, pass == 0 ? pm : tm, pass == 0 ? ps : ts, llambda_isa());
+                   (long long)llambda_model_n_params(m), threads, np, ng, pass == 0 ? pm : tm, pass == 0 ? ps : ts, llambda_isa(),
+                   (unsigned long long)active_bytes(m));
             first = 0;
         }
         printf("\n]\n");

@@ -155,6 +155,33 @@ static void dot_q4_0(int64_t n, float *s, const void *w, const void *x) {
     *s = acc;
 }
 
+/* 32 bits -> 32 bytes, byte e 0xFF where bit e is set */
+static inline __m256i bytes_from_bits(const uint8_t *p) {
+    uint32_t x;
+    memcpy(&x, p, 4);
+    const __m256i which = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                           2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x(0x8040201008040201ll);
+    __m256i rep = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x), which);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(rep, bit), bit);
+}
+
+/* Q5_0 (the fallback llama.cpp picks for rows that are not a multiple of 256): quants
+ * (nibble | high bit << 4) - 16, and dot_q8_0's 8-lane accumulation. */
+static void dot_q5_0(int64_t n, float *s, const void *w, const void *x) {
+    const block_q5_0 *a = w; const block_q8_0 *b = x;
+    const __m256i b16 = _mm256_set1_epi8(16);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / 32; i++) {
+        __m256 d = _mm256_set1_ps(LL_FP16(a[i].d) * LL_FP16(b[i].d));
+        __m256i q = _mm256_or_si256(unpack_nibbles(a[i].qs), _mm256_and_si256(bytes_from_bits(a[i].qh), b16));
+        q = _mm256_sub_epi8(q, b16);
+        __m256i sum = dot_i8_groups4(q, _mm256_loadu_si256((const __m256i *)b[i].qs));
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sum), acc);
+    }
+    *s = hsum8(acc);
+}
+
 /* the 8 six-bit scales and mins of a Q4_K/Q5_K block */
 static inline void k4_scales(const uint8_t *q, uint8_t *sc, uint8_t *mn) {
     for (int j = 0; j < 8; j++) ll_get_scale_min_k4(j, q, &sc[j], &mn[j]);
@@ -762,6 +789,7 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->vec_dot[LLAMBDA_TYPE_F16] = dot_f16;
     k->vec_dot[LLAMBDA_TYPE_Q8_0] = dot_q8_0;
     k->vec_dot[LLAMBDA_TYPE_Q4_0] = dot_q4_0;
+    k->vec_dot[LLAMBDA_TYPE_Q5_0] = dot_q5_0;
     k->vec_dot[LLAMBDA_TYPE_Q4_K] = ll_avx2_dot_q4_K;
     k->vec_dot_x8[LLAMBDA_TYPE_Q4_K] = dot_q4_K_x8;
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q4_K] = dot_q4_K_x8_t4;
