@@ -578,12 +578,26 @@ static void dot_q6_K_x8_t4(int64_t n, float *out, size_t out_stride, const void 
  * the outer loop so the four token accumulators stay in registers across the blocks; each
  * weight block is loaded and made non-negative once for the four tokens. */
 #define Q8_0_MAX_BLOCKS 512   /* rows up to 16384 elements */
-static void dot_q8_0_x8_t4(int64_t n, float *out, size_t out_stride, const void *w, size_t stride,
-                           const void *x, size_t x_stride) {
+/* The 32 signed quants of block i of a Q8_0 or Q5_0 row. */
+static inline __attribute__((always_inline)) __m256i q8_block_quants(int type, const uint8_t *row, int64_t i, float *d) {
+    if (type == LLAMBDA_TYPE_Q5_0) {
+        const block_q5_0 *a = (const block_q5_0 *)row + i;
+        const __m256i b16 = _mm256_set1_epi8(16);
+        *d = LL_FP16(a->d);
+        return _mm256_sub_epi8(_mm256_or_si256(unpack_nibbles(a->qs), _mm256_and_si256(bytes_from_bits(a->qh), b16)), b16);
+    }
+    const block_q8_0 *a = (const block_q8_0 *)row + i;
+    *d = LL_FP16(a->d);
+    return _mm256_loadu_si256((const __m256i *)a->qs);
+}
+
+static inline __attribute__((always_inline)) void q8_family_x8_t4(int type, ll_vec_dot_fn dot, int64_t n, float *out,
+                                                                  size_t out_stride, const void *w, size_t stride,
+                                                                  const void *x, size_t x_stride) {
     const uint8_t *wb = w;
     int64_t nb = n / 32;
     if (nb > Q8_0_MAX_BLOCKS) {   /* very long rows: the single-row kernel */
-        x8_t4_by_rows(dot_q8_0, n, out, out_stride, w, stride, x, x_stride);
+        x8_t4_by_rows(dot, n, out, out_stride, w, stride, x, x_stride);
         return;
     }
     const block_q8_0 *y0 = x, *y1 = (const block_q8_0 *)((const uint8_t *)x + x_stride),
@@ -591,11 +605,11 @@ static void dot_q8_0_x8_t4(int64_t n, float *out, size_t out_stride, const void 
     float yd[4][Q8_0_MAX_BLOCKS];
     for (int64_t i = 0; i < nb; i++) { yd[0][i] = LL_FP16(y0[i].d); yd[1][i] = LL_FP16(y1[i].d); yd[2][i] = LL_FP16(y2[i].d); yd[3][i] = LL_FP16(y3[i].d); }
     for (int r = 0; r < 8; r++) {
-        const block_q8_0 *a = (const block_q8_0 *)(wb + (size_t)r * stride);
+        const uint8_t *row = wb + (size_t)r * stride;
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         for (int64_t i = 0; i < nb; i++) {
-            __m256i wv = _mm256_loadu_si256((const __m256i *)a[i].qs), aw = _mm256_sign_epi8(wv, wv);
-            float xd = LL_FP16(a[i].d);
+            float xd;
+            __m256i wv = q8_block_quants(type, row, i, &xd), aw = _mm256_sign_epi8(wv, wv);
 #define Q8_0_TOKEN(acc, yt, t)                                                                                      \
             {                                                                                                       \
                 __m256i p = DOT_U8I8_4(aw, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)yt[i].qs), wv));    \
@@ -609,6 +623,14 @@ static void dot_q8_0_x8_t4(int64_t n, float *out, size_t out_stride, const void 
         out[2 * out_stride + r] = hsum8(a2);
         out[3 * out_stride + r] = hsum8(a3);
     }
+}
+
+static void dot_q8_0_x8_t4(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, const void *x, size_t x_stride) {
+    q8_family_x8_t4(LLAMBDA_TYPE_Q8_0, dot_q8_0, n, out, out_stride, w, stride, x, x_stride);
+}
+
+static void dot_q5_0_x8_t4(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, const void *x, size_t x_stride) {
+    q8_family_x8_t4(LLAMBDA_TYPE_Q5_0, dot_q5_0, n, out, out_stride, w, stride, x, x_stride);
 }
 
 /* Four 8-lane int32 vectors -> one vector of their four totals (exact). */
@@ -790,6 +812,7 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->vec_dot[LLAMBDA_TYPE_Q8_0] = dot_q8_0;
     k->vec_dot[LLAMBDA_TYPE_Q4_0] = dot_q4_0;
     k->vec_dot[LLAMBDA_TYPE_Q5_0] = dot_q5_0;
+    k->vec_dot_x8_t4[LLAMBDA_TYPE_Q5_0] = dot_q5_0_x8_t4;
     k->vec_dot[LLAMBDA_TYPE_Q4_K] = ll_avx2_dot_q4_K;
     k->vec_dot_x8[LLAMBDA_TYPE_Q4_K] = dot_q4_K_x8;
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q4_K] = dot_q4_K_x8_t4;
