@@ -153,11 +153,29 @@ llambda_status ll_bind3(llambda_model *m, ll_weight *w, int required, int64_t ne
     return LLAMBDA_OK;
 }
 
-struct ll_packbuf { struct ll_packbuf *next; uint8_t *data; };
+struct ll_packbuf { struct ll_packbuf *next; uint8_t *data; size_t size; };
 
 static int repack_disabled(void) {
     const char *v = getenv("LLAMBDA_NO_REPACK");
     return v && *v && strcmp(v, "0");
+}
+
+typedef struct pack_job {
+    ll_pack_x8_fn pack;
+    const ll_weight *w;
+    uint8_t *dst;
+    size_t tile;
+    int64_t tiles, first, last;   /* the (matrix, tile) range [first, last) of this thread */
+} pack_job;
+
+static void *pack_range(void *arg) {
+    pack_job *j = arg;
+    for (int64_t k = j->first; k < j->last; k++) {
+        int64_t e = k / j->tiles, r = k % j->tiles;
+        j->pack(j->w->cols, j->w->data + ((size_t)e * (size_t)j->w->rows + (size_t)r * 8) * j->w->row_bytes, j->w->row_bytes,
+                j->dst + (size_t)k * j->tile);
+    }
+    return NULL;
 }
 
 void ll_weight_repack(llambda_model *m, ll_weight *w) {
@@ -165,16 +183,29 @@ void ll_weight_repack(llambda_model *m, ll_weight *w) {
     ll_pack_x8_fn pack = k->pack_x8[w->type];
     if (!pack || w->packed || w->rows < 8 || repack_disabled()) return;
     size_t tile = pack(w->cols, w->data, w->row_bytes, NULL);
-    int64_t tiles = w->rows / 8;
-    uint64_t bytes = (uint64_t)tile * (uint64_t)tiles * (uint64_t)w->n_mat;
+    int64_t tiles = w->rows / 8, total = tiles * w->n_mat;
+    uint64_t bytes = (uint64_t)tile * (uint64_t)total;
     if (m->packed_bytes + bytes > m->pack_budget) return;   /* the rest runs from the mapped file */
     struct ll_packbuf *b = malloc(sizeof *b);
     if (!b) return;
-    if (posix_memalign((void **)&b->data, 64, bytes)) { free(b); return; }
-    for (int64_t e = 0; e < w->n_mat; e++)
-        for (int64_t r = 0; r < tiles; r++)
-            pack(w->cols, w->data + ((size_t)e * (size_t)w->rows + (size_t)r * 8) * w->row_bytes, w->row_bytes,
-                 b->data + ((size_t)e * (size_t)tiles + (size_t)r) * tile);
+    if (!(b->data = ll_alloc_large(bytes))) { free(b); return; }
+    b->size = bytes;
+    /* big tensors are packed by several threads (the page faults of the new memory too) */
+    enum { MAX_PACKERS = 8 };
+    int nt = bytes < (32u << 20) ? 1 : ll_n_cpus();
+    if (nt > MAX_PACKERS) nt = MAX_PACKERS;
+    pack_job jobs[MAX_PACKERS];
+    pthread_t th[MAX_PACKERS];
+    int started[MAX_PACKERS] = {0};
+    for (int i = 0; i < nt; i++) {
+        jobs[i] = (pack_job){pack, w, b->data, tile, tiles, total * i / nt, total * (i + 1) / nt};
+        if (i > 0) started[i] = pthread_create(&th[i], NULL, pack_range, &jobs[i]) == 0;
+    }
+    pack_range(&jobs[0]);
+    for (int i = 1; i < nt; i++) {
+        if (started[i]) pthread_join(th[i], NULL);
+        else pack_range(&jobs[i]);   /* no thread: do its share here */
+    }
     b->next = m->packs;
     m->packs = b;
     m->packed_bytes += bytes;
@@ -327,7 +358,7 @@ fail:
 void llambda_model_free(llambda_model *m) {
     if (!m) return;
     ll_backends_free(m);
-    for (struct ll_packbuf *b = m->packs, *nb; b; b = nb) { nb = b->next; free(b->data); free(b); }
+    for (struct ll_packbuf *b = m->packs, *nb; b; b = nb) { nb = b->next; ll_free_large(b->data, b->size); free(b); }
     ll_pool_free(m->shared_pool);
     pthread_mutex_destroy(&m->pool_once);
     ll_vocab_free(&m->vocab);

@@ -374,13 +374,19 @@ static size_t pack_q4_K_x8(int64_t n, const void *w, size_t stride, void *dst) {
     if (dst)
         for (int64_t i = 0; i < nb; i++) {
             block_q4_K_x8 *p = (block_q4_K_x8 *)dst + i;
+            uint32_t *qs = (uint32_t *)p->qs;   /* [j*8+g][row] words */
             for (int r = 0; r < 8; r++) {
                 const block_q4_K *a = (const block_q4_K *)((const uint8_t *)w + (size_t)r * stride) + i;
                 p->d[r] = a->d;
                 p->dmin[r] = a->dmin;
-                for (int sb = 0; sb < 8; sb++) ll_get_scale_min_k4(sb, a->scales, &p->sc[sb][r], &p->mn[sb / 2][r][sb % 2]);
-                for (int j = 0; j < 4; j++)
-                    for (int g = 0; g < 8; g++) memcpy(p->qs[j][g][r], a->qs + 32 * j + 4 * g, 4);
+                uint32_t u[4];
+                uint8_t sm[16];
+                k4_unpack(a->scales, u);   /* bytes 0-7 scales, 8-15 mins */
+                memcpy(sm, u, 16);
+                for (int sb = 0; sb < 8; sb++) { p->sc[sb][r] = sm[sb]; p->mn[sb / 2][r][sb % 2] = sm[8 + sb]; }
+                uint32_t words[32];
+                memcpy(words, a->qs, 128);
+                for (int k = 0; k < 32; k++) qs[k * 8 + r] = words[k];
             }
         }
     return (size_t)nb * sizeof(block_q4_K_x8);
