@@ -506,6 +506,17 @@ static inline void q6_K_unpack_half(const block_q6_K *a, int h, __m256i q[4]) {
     q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m3), 4));
 }
 
+/* The eight int16 scale vectors of a Q6_K block, in the order of q6_K_unpack_half's
+ * quants: vector 4h+t has scales[8h+2t] in its low half and scales[8h+2t+1] in its high. */
+static inline void q6_K_scales(const int8_t *s, __m256i sc[8]) {
+    for (int h = 0; h < 2; h++) {
+        __m256i v = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(s + 8 * h))));
+        for (int t = 0; t < 4; t++)
+            sc[4 * h + t] = _mm256_shuffle_epi8(v, _mm256_set_m128i(_mm_set1_epi16((short)((4 * t + 2) | (4 * t + 3) << 8)),
+                                                                    _mm_set1_epi16((short)((4 * t) | (4 * t + 1) << 8))));
+    }
+}
+
 static void dot_q6_K(int64_t n, float *s, const void *w, const void *x) {
     const block_q6_K *a = w; const block_q8_K *b = x;
     const __m256i m32 = _mm256_set1_epi8(32);
@@ -516,19 +527,17 @@ static void dot_q6_K(int64_t n, float *s, const void *w, const void *x) {
         _mm_prefetch((const char *)&a[i] + PREFETCH_AHEAD + 64, _MM_HINT_T0);
         _mm_prefetch((const char *)&a[i] + PREFETCH_AHEAD + 128, _MM_HINT_T0);
         _mm_prefetch((const char *)&a[i] + PREFETCH_AHEAD + 192, _MM_HINT_T0);
-        __m256i sumi = _mm256_setzero_si256();
-        for (int h = 0; h < 2; h++) {
-            __m256i q[4];
-            q6_K_unpack_half(&a[i], h, q);
-            for (int t = 0; t < 4; t++) {
-                __m256i y = _mm256_loadu_si256((const __m256i *)(b[i].qs + 128 * h + 32 * t));
-                __m256i p = _mm256_sub_epi16(mul_u8_i8_pairs(q[t], y), mul_u8_i8_pairs(m32, y));
-                int sa = a[i].scales[8 * h + 2 * t], sb = a[i].scales[8 * h + 2 * t + 1];
-                __m256i scale = _mm256_set_m128i(_mm_set1_epi16((short)sb), _mm_set1_epi16((short)sa));
-                sumi = ACC_MADD16(sumi, p, scale);
-            }
+        __m256i q[8], sc[8], s0 = _mm256_setzero_si256(), s1 = s0;   /* two chains: halves the latency */
+        q6_K_unpack_half(&a[i], 0, q);
+        q6_K_unpack_half(&a[i], 1, q + 4);
+        q6_K_scales(a[i].scales, sc);
+        for (int g = 0; g < 8; g += 2) {
+            __m256i y0 = _mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * g));
+            __m256i y1 = _mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * g + 32));
+            s0 = ACC_MADD16(s0, _mm256_sub_epi16(mul_u8_i8_pairs(q[g], y0), mul_u8_i8_pairs(m32, y0)), sc[g]);
+            s1 = ACC_MADD16(s1, _mm256_sub_epi16(mul_u8_i8_pairs(q[g + 1], y1), mul_u8_i8_pairs(m32, y1)), sc[g + 1]);
         }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_add_epi32(s0, s1)), acc);
     }
     *s = hsum8(acc);
 }
@@ -559,21 +568,21 @@ static void dot_q6_K_x8_t4(int64_t n, float *out, size_t out_stride, const void 
         __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
         for (int64_t i = 0; i < nb; i++) {
             __m256i q[8], sc[8];
-            for (int h = 0; h < 2; h++) {
-                q6_K_unpack_half(&a[i], h, q + 4 * h);
-                for (int t4 = 0; t4 < 4; t4++)
-                    sc[4 * h + t4] = _mm256_set_m128i(_mm_set1_epi16((short)a[i].scales[8 * h + 2 * t4 + 1]), _mm_set1_epi16((short)a[i].scales[8 * h + 2 * t4]));
-            }
+            q6_K_unpack_half(&a[i], 0, q);
+            q6_K_unpack_half(&a[i], 1, q + 4);
+            q6_K_scales(a[i].scales, sc);
             float xd = LL_FP16(a[i].d);
-            for (int t = 0; t < 4; t++) {
-                __m256i sumi = _mm256_setzero_si256();
-                for (int g = 0; g < 8; g++) {
+            /* the four tokens' integer sums side by side: four independent chains */
+            __m256i sumi[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+            for (int g = 0; g < 8; g++)
+#pragma GCC unroll 4
+                for (int t = 0; t < 4; t++) {
                     __m256i yv = _mm256_loadu_si256((const __m256i *)(y[t][i].qs + 32 * g));
-                    __m256i pr = _mm256_sub_epi16(mul_u8_i8_pairs(q[g], yv), q8s[i][t][g]);
-                    sumi = ACC_MADD16(sumi, pr, sc[g]);
+                    sumi[t] = ACC_MADD16(sumi[t], _mm256_sub_epi16(mul_u8_i8_pairs(q[g], yv), q8s[i][t][g]), sc[g]);
                 }
-                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(y[t][i].d * xd), _mm256_cvtepi32_ps(sumi), acc[t]);
-            }
+#pragma GCC unroll 4
+            for (int t = 0; t < 4; t++)
+                acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(y[t][i].d * xd), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
         }
         for (int t = 0; t < 4; t++) out[(size_t)t * out_stride + r] = hsum8(acc[t]);
     }
