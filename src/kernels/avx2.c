@@ -412,10 +412,12 @@ static inline __attribute__((always_inline)) void q4_K_packed_tile(int64_t n, fl
         __m256i tot[4];
         #pragma GCC unroll 4
         for (int t = 0; t < T; t++) tot[t] = _mm256_setzero_si256();
+        #pragma GCC unroll 4
         for (int j = 0; j < 4; j++) {
             __m256i lo[4], hi[4];   /* the two sub-blocks of group j, per token */
             #pragma GCC unroll 4
             for (int t = 0; t < T; t++) lo[t] = hi[t] = _mm256_setzero_si256();
+            #pragma GCC unroll 8
             for (int g = 0; g < 8; g++) {
                 __m256i q = _mm256_loadu_si256((const __m256i *)p->qs[j][g]);
                 __m256i ql = _mm256_and_si256(q, m4), qh = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
