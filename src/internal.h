@@ -22,13 +22,6 @@ typedef struct ll_mapping { void *addr; size_t size; int owned_heap; } ll_mappin
 /* Map a whole file read-only (or read it into memory when use_mmap is false). */
 llambda_status ll_map_file(const char *path, int use_mmap, ll_mapping *m);
 void ll_unmap(ll_mapping *m);
-/* Hot scalar code that calls fmaf gets a hardware-FMA clone on x86-64 (chosen at load by
- * the CPU); without it fmaf is a libm call. fma is exactly rounded either way: same bits. */
-#if defined(__x86_64__) && (defined(__clang__) ? __clang_major__ >= 14 : defined(__GNUC__))
-#define LL_FMA_CLONES __attribute__((target_clones("fma", "default")))
-#else
-#define LL_FMA_CLONES
-#endif
 int ll_n_cpus(void);
 uint64_t ll_mem_available(void);
 void *ll_alloc_large(size_t size);          /* zeroed, page-aligned; NULL on failure */

@@ -14,7 +14,7 @@ static void l2_normalize(float *x, int n, float eps) {
     for (int i = 0; i < n; i++) x[i] *= scale;
 }
 
-LL_FMA_CLONES void ll_deltanet(struct llambda_context *c, const ll_layer *Y, int layer, const float *u, int n, float *out) {
+void ll_deltanet(struct llambda_context *c, const ll_layer *Y, int layer, const float *u, int n, float *out) {
     const ll_hparams *h = &c->m->hp;
     const ll_kernels *kn = ll_kernels_get();
     int S = h->ssm_d_state, Hk = h->ssm_n_group, Hv = h->ssm_n_head, K = h->ssm_conv_k, r = Hv / Hk;

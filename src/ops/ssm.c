@@ -8,7 +8,7 @@
 #include "../model.h"
 
 
-LL_FMA_CLONES void ll_mamba2(struct llambda_context *c, const ll_layer *Y, int layer, const float *u, int n, float *out) {
+void ll_mamba2(struct llambda_context *c, const ll_layer *Y, int layer, const float *u, int n, float *out) {
     const ll_hparams *h = &c->m->hp;
     int d_in = h->ssm_d_inner, N = h->ssm_d_state, G = h->ssm_n_group, H = h->ssm_n_head, K = h->ssm_conv_k;
     int P = d_in / H, CH = d_in + 2 * G * N, W = 2 * d_in + 2 * G * N + H, heads_per_group = H / G;
