@@ -121,6 +121,7 @@ typedef struct ll_kernels {
     ll_dot_packed_fn dot_packed[LLAMBDA_TYPE_COUNT]; /* with their tile kernels */
     ll_from_float_fn from_float[LLAMBDA_TYPE_COUNT]; /* by activation type */
     float (*dot_f16_f16)(const uint16_t *a, const uint16_t *b, int64_t n);  /* attention q·k */
+    void (*axpy)(float *y, const float *x, float a, int64_t n);   /* y[i] = fma(x[i], a, y[i]) */
     /* optional: ll_swiglu's g = silu(g) ⊙ u with the same bits, vectorized */
     void (*swiglu)(float *g, const float *u, int64_t n);
     /* One query head (f16) over the cells (first + i) % ring, i < n, of an f16 cache (row

@@ -822,6 +822,13 @@ static void swiglu(float *g, const float *u, int64_t n) {
     ll_swiglu_scalar(g + i, u + i, n - i);
 }
 
+static void axpy(float *y, const float *x, float a, int64_t n) {
+    __m256 va = _mm256_set1_ps(a);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(_mm256_loadu_ps(x + i), va, _mm256_loadu_ps(y + i)));
+    for (; i < n; i++) y[i] = fmaf(x[i], a, y[i]);
+}
+
 void ll_kernels_avx2(ll_kernels *k) {
     k->isa = ISA_NAME;
     k->vec_dot[LLAMBDA_TYPE_F32] = dot_f32;
@@ -843,6 +850,7 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->dot_f16_f16 = dot_f16_f16;
     k->attend_f16 = attend_f16;
     k->swiglu = swiglu;
+    k->axpy = axpy;
     k->from_float[LLAMBDA_TYPE_Q8_0] = quantize_row_q8_0;
     k->from_float[LLAMBDA_TYPE_Q8_K] = quantize_row_q8_K;
 }

@@ -316,8 +316,13 @@ void ll_attend_f16_scalar(const uint16_t *q16, const uint16_t *K, const uint16_t
     for (int i = 0; i < D; i++) out[i] = LL_FP16(acc16[i]) * inv;
 }
 
+static void axpy(float *y, const float *x, float a, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = fmaf(x[i], a, y[i]);
+}
+
 void ll_kernels_scalar(ll_kernels *k) {
     memset(k, 0, sizeof *k);
+    k->axpy = axpy;
     k->isa = "scalar";
     k->vec_dot[LLAMBDA_TYPE_F32] = dot_f32;
     k->vec_dot[LLAMBDA_TYPE_F16] = dot_f16;

@@ -14,6 +14,43 @@ static void l2_normalize(float *x, int n, float eps) {
     for (int i = 0; i < n; i++) x[i] *= scale;
 }
 
+/* One token through the value heads: each updates its own S×S memory. */
+typedef struct dn_heads {
+    const ll_kernels *kn;
+    int S, r, Hv;
+    const float *ba, *A, *dtb, *q, *k, *v, *z, *nw;
+    float *M, *y;
+    float inv_sqrt_s, eps;
+} dn_heads;
+
+static void dn_head(const dn_heads *d, int hv) {
+    int S = d->S, r = d->r, g = hv / r;
+    /* b and a of value head hv, key-group-major: [b of the group's r heads, a of them] */
+    float b = d->ba[g * 2 * r + (hv % r)], a = d->ba[g * 2 * r + r + (hv % r)];
+    float beta = ll_sigmoid(b), decay = expf(d->A[hv] * ll_softplus(a + d->dtb[hv]));
+    const float *kh = d->k + g * S, *qh = d->q + g * S, *vh = d->v + hv * S;
+    float *Mh = d->M + (size_t)hv * S * S, *o = d->y + hv * S;
+    for (size_t i = 0; i < (size_t)S * S; i++) Mh[i] *= decay;
+    for (int j = 0; j < S; j++) {
+        float *row = Mh + (size_t)j * S, pred, rd;
+        d->kn->vec_dot[LLAMBDA_TYPE_F32](S, &pred, row, kh);
+        float delta = beta * (vh[j] - pred);
+        d->kn->axpy(row, kh, delta, S);   /* row += kh · delta, fused */
+        d->kn->vec_dot[LLAMBDA_TYPE_F32](S, &rd, row, qh);
+        o[j] = rd * d->inv_sqrt_s;
+    }
+    /* gated RMSNorm over the head: RMSNorm(o)·w ⊙ ll_silu(z) */
+    double ss = 0;
+    for (int j = 0; j < S; j++) ss += (double)(o[j] * o[j]);
+    float sc = 1.0f / sqrtf((float)(ss / S) + d->eps);
+    for (int j = 0; j < S; j++) o[j] = ((o[j] * sc) * d->nw[j]) * ll_silu(d->z[hv * S + j]);
+}
+
+static void dn_heads_task(void *arg, int ith, int nth) {
+    const dn_heads *d = arg;
+    for (int hv = ith; hv < d->Hv; hv += nth) dn_head(d, hv);
+}
+
 void ll_deltanet(struct llambda_context *c, const ll_layer *Y, int layer, const float *u, int n, float *out) {
     const ll_hparams *h = &c->m->hp;
     const ll_kernels *kn = ll_kernels_get();
@@ -67,29 +104,8 @@ void ll_deltanet(struct llambda_context *c, const ll_layer *Y, int layer, const 
         }
         float *q = co, *k = co + key_dim, *v = co + 2 * key_dim;
         for (int g = 0; g < Hk; g++) { l2_normalize(q + g * S, S, h->eps); l2_normalize(k + g * S, S, h->eps); }
-        float *y = ys + (size_t)t * value_dim;
-        for (int hv = 0; hv < Hv; hv++) {
-            int g = hv / r;
-            /* b and a of value head hv, key-group-major: [b of the group's r heads, a of them] */
-            float b = ba[g * 2 * r + (hv % r)], a = ba[g * 2 * r + r + (hv % r)];
-            float beta = ll_sigmoid(b), decay = expf(A[hv] * ll_softplus(a + dtb[hv]));
-            const float *kh = k + g * S, *qh = q + g * S, *vh = v + hv * S;
-            float *Mh = M + (size_t)hv * S * S, *o = y + hv * S;
-            for (size_t i = 0; i < (size_t)S * S; i++) Mh[i] *= decay;
-            for (int j = 0; j < S; j++) {
-                float *row = Mh + (size_t)j * S, pred, rd;
-                kn->vec_dot[LLAMBDA_TYPE_F32](S, &pred, row, kh);
-                float delta = beta * (vh[j] - pred);
-                for (int i = 0; i < S; i++) row[i] = fmaf(kh[i], delta, row[i]);
-                kn->vec_dot[LLAMBDA_TYPE_F32](S, &rd, row, qh);
-                o[j] = rd * inv_sqrt_s;
-            }
-            /* gated RMSNorm over the head: RMSNorm(o)·w ⊙ ll_silu(z) */
-            double ss = 0;
-            for (int j = 0; j < S; j++) ss += (double)(o[j] * o[j]);
-            float sc = 1.0f / sqrtf((float)(ss / S) + h->eps);
-            for (int j = 0; j < S; j++) o[j] = ((o[j] * sc) * nw[j]) * ll_silu(z[hv * S + j]);
-        }
+        dn_heads d = {kn, S, r, Hv, ba, A, dtb, q, k, v, z, nw, M, ys + (size_t)t * value_dim, inv_sqrt_s, h->eps};
+        ll_pool_run(c->pool, dn_heads_task, &d);   /* value heads are independent: split across threads */
     }
     ll_matmul(c, &Y->ssm_out, ys, n, out);
 }
