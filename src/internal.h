@@ -122,6 +122,10 @@ typedef struct ll_kernels {
     ll_from_float_fn from_float[LLAMBDA_TYPE_COUNT]; /* by activation type */
     float (*dot_f16_f16)(const uint16_t *a, const uint16_t *b, int64_t n);  /* attention q·k */
     void (*axpy)(float *y, const float *x, float a, int64_t n);   /* y[i] = fma(x[i], a, y[i]) */
+    /* Mamba-2 scan of one state row: st[i] = st[i]·dA + B[i]·xdt (two products, then the
+     * add); returns Σ st[i]·C[i] fused in llama.cpp's AVX-512 layout (4 x 16 lanes, then
+     * ll_reduce_4x16; a tail past the last 64 added one by one) */
+    float (*ssm_scan)(float *st, const float *B, const float *C, float dA, float xdt, int n);
     /* optional: ll_swiglu's g = silu(g) ⊙ u with the same bits, vectorized */
     void (*swiglu)(float *g, const float *u, int64_t n);
     /* One query head (f16) over the cells (first + i) % ring, i < n, of an f16 cache (row

@@ -116,6 +116,26 @@ int main(void) {
         }
 #endif
     }
+    TEST("kernels: vector axpy and Mamba-2 scan give the scalar bits") {
+        enum { N = 200 };
+        float st0[N], st1[N], B[N], C[N], y0[N], y1[N], x[N];
+        for (int i = 0; i < N; i++) { st0[i] = st1[i] = frand(); B[i] = frand(); C[i] = frand(); y0[i] = y1[i] = frand(); x[i] = frand(); }
+#ifdef LL_HAVE_AVX2
+        if (ll_cpu_has_avx2()) {
+            ll_kernels k2;
+            ll_kernels_avx2(&k2);
+            for (int n = 128; n <= N; n += 72) {   /* whole 64-blocks, and a tail */
+                float a = scalar.ssm_scan(st0, B, C, 0.93f, 0.37f, n), b = k2.ssm_scan(st1, B, C, 0.93f, 0.37f, n);
+                CHECK(!memcmp(&a, &b, 4) && !memcmp(st0, st1, sizeof st0), "ssm_scan (n %d) differs from scalar", n);
+            }
+            scalar.axpy(y0, x, 0.77f, N);
+            k2.axpy(y1, x, 0.77f, N);
+            CHECK(!memcmp(y0, y1, sizeof y0), "axpy differs from scalar");
+        }
+#else
+        CHECK(scalar.ssm_scan && scalar.axpy, "scalar kernels missing");
+#endif
+    }
     TEST("kernels: the prefill tiles exist for the main quant types") {
         CHECK(n >= 10, "only %d weight types tested", n);
 #ifdef LL_HAVE_AVX2

@@ -6,6 +6,9 @@
  * steps become VNNI instructions and the compiler gets 32 vector registers. */
 #include "../internal.h"
 #include <cpuid.h>
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF   /* a*b + c stays two roundings, as in the scalar kernels (gcc: -std=c11 does this) */
+#endif
 #include <immintrin.h>
 
 #ifdef LL_AVX512
@@ -829,6 +832,29 @@ static void axpy(float *y, const float *x, float a, int64_t n) {
     for (; i < n; i++) y[i] = fmaf(x[i], a, y[i]);
 }
 
+static float ssm_scan(float *st, const float *B, const float *C, float dA, float xdt, int n) {
+    __m256 lo[4], hi[4], vdA = _mm256_set1_ps(dA), vx = _mm256_set1_ps(xdt);
+    for (int j = 0; j < 4; j++) lo[j] = hi[j] = _mm256_setzero_ps();
+    int np = n & ~63, i = 0;
+    for (; i < np; i += 64)
+        for (int j = 0; j < 4; j++)
+            for (int h = 0; h < 2; h++) {
+                int o = i + 16 * j + 8 * h;
+                /* the two products rounded, then the add: no contraction here */
+                __m256 v = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(st + o), vdA), _mm256_mul_ps(_mm256_loadu_ps(B + o), vx));
+                _mm256_storeu_ps(st + o, v);
+                if (h) hi[j] = _mm256_fmadd_ps(v, _mm256_loadu_ps(C + o), hi[j]);
+                else lo[j] = _mm256_fmadd_ps(v, _mm256_loadu_ps(C + o), lo[j]);
+            }
+    float sum = reduce_4x16(lo, hi);
+    for (; i < n; i++) {
+        float v = st[i] * dA + B[i] * xdt;
+        st[i] = v;
+        sum = fmaf(v, C[i], sum);
+    }
+    return sum;
+}
+
 void ll_kernels_avx2(ll_kernels *k) {
     k->isa = ISA_NAME;
     k->vec_dot[LLAMBDA_TYPE_F32] = dot_f32;
@@ -851,6 +877,7 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->attend_f16 = attend_f16;
     k->swiglu = swiglu;
     k->axpy = axpy;
+    k->ssm_scan = ssm_scan;
     k->from_float[LLAMBDA_TYPE_Q8_0] = quantize_row_q8_0;
     k->from_float[LLAMBDA_TYPE_Q8_K] = quantize_row_q8_K;
 }

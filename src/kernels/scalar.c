@@ -320,9 +320,27 @@ static void axpy(float *y, const float *x, float a, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = fmaf(x[i], a, y[i]);
 }
 
+static float ssm_scan(float *st, const float *B, const float *C, float dA, float xdt, int n) {
+    float acc[4][16] = {{0}};
+    int np = n & ~63, i = 0;
+    for (; i < np; i++) {
+        float v = st[i] * dA + B[i] * xdt;   /* two products, then the add */
+        st[i] = v;
+        acc[(i % 64) / 16][i % 16] = fmaf(v, C[i], acc[(i % 64) / 16][i % 16]);
+    }
+    float sum = ll_reduce_4x16(acc);
+    for (; i < n; i++) {
+        float v = st[i] * dA + B[i] * xdt;
+        st[i] = v;
+        sum = fmaf(v, C[i], sum);
+    }
+    return sum;
+}
+
 void ll_kernels_scalar(ll_kernels *k) {
     memset(k, 0, sizeof *k);
     k->axpy = axpy;
+    k->ssm_scan = ssm_scan;
     k->isa = "scalar";
     k->vec_dot[LLAMBDA_TYPE_F32] = dot_f32;
     k->vec_dot[LLAMBDA_TYPE_F16] = dot_f16;

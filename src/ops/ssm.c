@@ -8,6 +8,29 @@
 #include "../model.h"
 
 
+/* The selective scan of one token, head by head: each head owns its P state rows. */
+typedef struct ssm_heads {
+    const ll_kernels *kn;
+    int P, N, heads_per_group, H;
+    const float *x, *B, *C, *dt, *dtb, *A, *D;
+    float *ss, *y;
+} ssm_heads;
+
+static void ssm_heads_task(void *arg, int ith, int nth) {
+    const ssm_heads *s = arg;
+    for (int hh = ith; hh < s->H; hh += nth) {
+        float dsp = ll_softplus(s->dt[hh] + s->dtb[hh]);
+        float dA = expf(dsp * s->A[hh]);
+        int g = hh / s->heads_per_group;
+        const float *Bg = s->B + (size_t)g * s->N, *Cg = s->C + (size_t)g * s->N;
+        for (int p = 0; p < s->P; p++) {
+            int ii = hh * s->P + p;
+            float xdt = s->x[ii] * dsp;
+            s->y[ii] = s->kn->ssm_scan(s->ss + (size_t)ii * s->N, Bg, Cg, dA, xdt, s->N) + s->x[ii] * s->D[hh];
+        }
+    }
+}
+
 void ll_mamba2(struct llambda_context *c, const ll_layer *Y, int layer, const float *u, int n, float *out) {
     const ll_hparams *h = &c->m->hp;
     int d_in = h->ssm_d_inner, N = h->ssm_d_state, G = h->ssm_n_group, H = h->ssm_n_head, K = h->ssm_conv_k;
@@ -32,31 +55,8 @@ void ll_mamba2(struct llambda_context *c, const ll_layer *Y, int layer, const fl
             memmove(cs, cs + CH, (size_t)(K - 2) * CH * sizeof *cs);
             memcpy(cs + (size_t)(K - 2) * CH, xbc, (size_t)CH * sizeof *cs);
         }
-        const float *x = xs, *B = xs + d_in, *C = xs + d_in + G * N;
-        for (int hh = 0; hh < H; hh++) {
-            float dsp = ll_softplus(dt[hh] + dtb[hh]);
-            float dA = expf(dsp * A[hh]);
-            int g = hh / heads_per_group;
-            const float *Bg = B + (size_t)g * N, *Cg = C + (size_t)g * N;
-            for (int p = 0; p < P; p++) {
-                int ii = hh * P + p;
-                float xdt = x[ii] * dsp, *st = ss + (size_t)ii * N;
-                float acc[4][16] = {{0}};
-                int np = N & ~63, i = 0;
-                for (; i < np; i++) {
-                    float v = st[i] * dA + Bg[i] * xdt;   /* two products, then the add */
-                    st[i] = v;
-                    acc[(i % 64) / 16][i % 16] = fmaf(v, Cg[i], acc[(i % 64) / 16][i % 16]);
-                }
-                float sum = ll_reduce_4x16(acc);
-                for (; i < N; i++) {
-                    float v = st[i] * dA + Bg[i] * xdt;
-                    st[i] = v;
-                    sum = fmaf(v, Cg[i], sum);
-                }
-                y[ii] = sum + x[ii] * D[hh];
-            }
-        }
+        ssm_heads sh = {ll_kernels_get(), P, N, heads_per_group, H, xs, xs + d_in, xs + d_in + G * N, dt, dtb, A, D, ss, y};
+        ll_pool_run(c->pool, ssm_heads_task, &sh);   /* heads are independent: split across threads */
         /* gate: y ⊙ ll_silu(z), written into z, then the grouped norm */
         ll_swiglu(z, y, d_in);
         ll_rms_norm_rows(y, z, NULL, d_in / G, G, h->eps);
