@@ -128,6 +128,7 @@ typedef struct ll_kernels {
     float (*ssm_scan)(float *st, const float *B, const float *C, float dA, float xdt, int n);
     /* optional: ll_swiglu's g = silu(g) ⊙ u with the same bits, vectorized */
     void (*swiglu)(float *g, const float *u, int64_t n);
+    void (*geglu)(float *g, const float *u, int64_t n);   /* optional: ll_geglu's bits, vectorized */
     /* One query head (f16) over the cells (first + i) % ring, i < n, of an f16 cache (row
      * stride W halves, head offset applied), as llama.cpp's single-chunk flash attention:
      * online softmax, f16 V accumulator. */
@@ -155,6 +156,8 @@ float ll_reduce_4x16(float acc[4][16]);
 /* SiLU pieces (ops/norm.c) that the vector kernels fall back on */
 float ll_exp_simd(float x);
 void ll_swiglu_scalar(float *g, const float *u, int64_t n);
+void ll_geglu_scalar(float *g, const float *u, int64_t n);
+const uint16_t *ll_gelu_table(void);   /* f16(gelu(x)) for every binary16 x */
 
 /* quantize helpers used by from_float */
 void ll_quantize_row_q8_0(const float *x, void *y, int64_t n);

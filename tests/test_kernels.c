@@ -116,6 +116,29 @@ int main(void) {
         }
 #endif
     }
+    TEST("kernels: vector GeGLU gives the scalar bits") {
+        enum { N = 1003 };
+        float g[N], u[N], want[N], got[N];
+        for (int i = 0; i < N; i++) {
+            float m = i % 7 == 0 ? 14.f : i % 11 == 0 ? 1e-6f : 3.f;   /* past the cut-offs, f16 subnormals */
+            g[i] = frand() * m; u[i] = frand() * 2.f;
+        }
+        g[5] = -10.0f; g[6] = 10.0f; g[7] = 9.9999f;
+        memcpy(want, g, sizeof g);
+        ll_geglu_scalar(want, u, N);
+#ifdef LL_HAVE_AVX2
+        if (ll_cpu_has_avx2()) {
+            ll_kernels k2;
+            ll_kernels_avx2(&k2);
+            memcpy(got, g, sizeof g);
+            k2.geglu(got, u, N);
+            int bad = 0;
+            for (int i = 0; i < N; i++) bad += memcmp(&got[i], &want[i], 4) != 0;
+            CHECK(!bad, "GeGLU differs from scalar in %d of %d", bad, N);
+        }
+#endif
+        CHECK(want[5] == 0.0f && want[6] == 10.0f * u[6], "scalar GeGLU cut-offs");
+    }
     TEST("kernels: vector axpy and Mamba-2 scan give the scalar bits") {
         enum { N = 200 };
         float st0[N], st1[N], B[N], C[N], y0[N], y1[N], x[N];

@@ -825,6 +825,26 @@ static void swiglu(float *g, const float *u, int64_t n) {
     ll_swiglu_scalar(g + i, u + i, n - i);
 }
 
+/* ll_geglu eight lanes at a time: the f16 rounding of x by F16C (round to nearest even,
+ * as ll_fp32_to_fp16), the table lookups, and the same products; the range cut-offs as
+ * blends. */
+static void geglu(float *g, const float *u, int64_t n) {
+    const uint16_t *table = ll_gelu_table();
+    const __m256 lo = _mm256_set1_ps(-10.0f), hi = _mm256_set1_ps(10.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 x = _mm256_loadu_ps(g + i), uv = _mm256_loadu_ps(u + i);
+        uint16_t h[8], t[8];
+        _mm_storeu_si128((__m128i *)h, _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
+        for (int l = 0; l < 8; l++) t[l] = table[h[l]];
+        __m256 r = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)t)), uv);
+        r = _mm256_blendv_ps(r, _mm256_mul_ps(x, uv), _mm256_cmp_ps(x, hi, _CMP_GE_OQ));
+        r = _mm256_blendv_ps(r, _mm256_setzero_ps(), _mm256_cmp_ps(x, lo, _CMP_LE_OQ));
+        _mm256_storeu_ps(g + i, r);
+    }
+    ll_geglu_scalar(g + i, u + i, n - i);
+}
+
 static void axpy(float *y, const float *x, float a, int64_t n) {
     __m256 va = _mm256_set1_ps(a);
     int64_t i = 0;
@@ -876,6 +896,7 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->dot_f16_f16 = dot_f16_f16;
     k->attend_f16 = attend_f16;
     k->swiglu = swiglu;
+    k->geglu = geglu;
     k->axpy = axpy;
     k->ssm_scan = ssm_scan;
     k->from_float[LLAMBDA_TYPE_Q8_0] = quantize_row_q8_0;

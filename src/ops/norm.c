@@ -75,12 +75,23 @@ static void build_gelu_table(void) {
     }
 }
 
-void ll_geglu(float *g, const float *u, int64_t n) {
+const uint16_t *ll_gelu_table(void) {
     pthread_once(&gelu_once, build_gelu_table);
+    return gelu_table;
+}
+
+void ll_geglu(float *g, const float *u, int64_t n) {
+    const ll_kernels *k = ll_kernels_get();
+    if (k->geglu) { k->geglu(g, u, n); return; }
+    ll_geglu_scalar(g, u, n);
+}
+
+void ll_geglu_scalar(float *g, const float *u, int64_t n) {
+    const uint16_t *table = ll_gelu_table();
     for (int64_t i = 0; i < n; i++) {
         float x = g[i];
         if (x <= -10.0f) g[i] = 0.0f;
         else if (x >= 10.0f) g[i] = x * u[i];
-        else g[i] = LL_FP16(gelu_table[ll_fp32_to_fp16(x)]) * u[i];
+        else g[i] = LL_FP16(table[ll_fp32_to_fp16(x)]) * u[i];
     }
 }
