@@ -116,6 +116,31 @@ int main(void) {
         }
 #endif
     }
+    TEST("kernels: every ISA's activation conversions give the scalar bytes") {
+        enum { N = 515 };
+        float x[N];
+        for (int i = 0; i < N; i++) x[i] = frand() * (i % 5 == 0 ? 1e-6f : i % 7 == 0 ? 7e4f : 40.f);
+        x[3] = NAN; x[9] = INFINITY; x[10] = -INFINITY; x[11] = 65520.f; x[12] = 5.96e-8f; x[13] = -0.0f;
+#ifdef LL_HAVE_AVX2
+        ll_kernels kk[2];
+        int nk = 0;
+        if (ll_cpu_has_avx2()) { kk[nk] = scalar; ll_kernels_avx2(&kk[nk++]); }
+        if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) { kk[nk] = scalar; ll_kernels_avx512(&kk[nk++]); }
+        const int types[] = {LLAMBDA_TYPE_F16, LLAMBDA_TYPE_Q8_0, LLAMBDA_TYPE_Q8_K};
+        for (int v = 0; v < nk; v++)
+            for (int ti = 0; ti < 3; ti++) {
+                int n = types[ti] == LLAMBDA_TYPE_F16 ? N : 512;
+                if (types[ti] != LLAMBDA_TYPE_F16) x[3] = 0.5f, x[9] = 3.f, x[10] = -2.f;   /* quantizers need finite input */
+                size_t bytes = (size_t)llambda_type_row_bytes(types[ti], n);
+                uint8_t *a = calloc(1, bytes), *b = calloc(1, bytes);
+                scalar.from_float[types[ti]](x, a, n);
+                kk[v].from_float[types[ti]](x, b, n);
+                CHECK(!memcmp(a, b, bytes), "%s: %s conversion differs from scalar", kk[v].isa, llambda_type_get(types[ti])->name);
+                free(a); free(b);
+            }
+#endif
+        CHECK(scalar.from_float[LLAMBDA_TYPE_F16] != NULL, "no scalar f16 conversion");
+    }
     TEST("kernels: vector GeGLU gives the scalar bits") {
         enum { N = 1003 };
         float g[N], u[N], want[N], got[N];

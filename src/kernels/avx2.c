@@ -113,6 +113,34 @@ static float dot_f16_f16(const uint16_t *a, const uint16_t *b, int64_t n) {
 
 static void dot_f16(int64_t n, float *s, const void *w, const void *x) { *s = dot_f16_f16(w, x, n); }
 
+/* dot_f16_f16 with its first operand already widened (exactly) to f32: the same bits */
+static float dot_f32w_f16(const float *a, const uint16_t *b, int64_t n) {
+    __m256 lo[4], hi[4];
+    for (int j = 0; j < 4; j++) lo[j] = hi[j] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        for (int j = 0; j < 4; j++) {
+            lo[j] = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16 * j), load_f16(b + i + 16 * j), lo[j]);
+            hi[j] = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16 * j + 8), load_f16(b + i + 16 * j + 8), hi[j]);
+        }
+    double sum = reduce_4x16(lo, hi);
+    for (; i < n; i++) sum += (double)(a[i] * LL_FP16(b[i]));
+    return (float)sum;
+}
+
+/* f32 -> f16 rows with F16C (round to nearest even, as ll_fp32_to_fp16); a group holding a
+ * NaN goes scalar, which writes the canonical quiet NaN */
+static void convert_row_f16(const float *x, void *y, int64_t n) {
+    uint16_t *o = y;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q))) { ll_convert_row_f16(x + i, o + i, 8); continue; }
+        _mm_storeu_si128((__m128i *)(o + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    }
+    ll_convert_row_f16(x + i, o + i, n - i);
+}
+
 /* Signed bytes a·b summed in groups of four into 8 int32 lanes (lane m = bytes 4m..4m+3
  * of each 128-bit half, i.e. elements 4m..4m+3 in order). */
 static inline __m256i dot_i8_groups4(__m256i a, __m256i b) {
@@ -770,13 +798,14 @@ static void attend_f16(const uint16_t *q16, const uint16_t *K, const uint16_t *V
                        int ring, float scale, uint16_t *acc16, float *out) {
     if (D % 8 || D > 512) { ll_attend_f16_scalar(q16, K, V, W, D, first, n, ring, scale, acc16, out); return; }
     __m256 acc[64];
+    float qf[512];   /* q widened once, not at every key */
     int nv = D / 8;
-    for (int b = 0; b < nv; b++) acc[b] = _mm256_setzero_ps();
+    for (int b = 0; b < nv; b++) { acc[b] = _mm256_setzero_ps(); _mm256_storeu_ps(qf + 8 * b, load_f16(q16 + 8 * b)); }
     float M = -INFINITY, S = 0;
     for (int j = 0; j < n; j++) {
         size_t cell = (size_t)((first + j) % ring);
         const uint16_t *kk = K + cell * W, *v = V + cell * W;
-        float s = dot_f16_f16(q16, kk, D) * scale, ms = 1.0f, vs = 1.0f;
+        float s = dot_f32w_f16(qf, kk, D) * scale, ms = 1.0f, vs = 1.0f;
         if (s > M) {
             float Mold = M;
             M = s;
@@ -901,4 +930,5 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->ssm_scan = ssm_scan;
     k->from_float[LLAMBDA_TYPE_Q8_0] = quantize_row_q8_0;
     k->from_float[LLAMBDA_TYPE_Q8_K] = quantize_row_q8_K;
+    k->from_float[LLAMBDA_TYPE_F16] = convert_row_f16;
 }

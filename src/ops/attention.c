@@ -14,7 +14,9 @@ void ll_kv_store(struct llambda_context *c, int layer, const float *k, const flo
         size_t cell = cell_of(kv, layer, pos0 + t);
         if (kv->type == LLAMBDA_KV_F16) {
             uint16_t *kd = (uint16_t *)kv->k[layer] + cell * (size_t)W, *vd = (uint16_t *)kv->v[layer] + cell * (size_t)W;
-            for (int i = 0; i < W; i++) { kd[i] = ll_fp32_to_fp16(k[(size_t)t * W + i]); vd[i] = ll_fp32_to_fp16(v[(size_t)t * W + i]); }
+            const ll_kernels *kn = ll_kernels_get();
+            kn->from_float[LLAMBDA_TYPE_F16](k + (size_t)t * W, kd, W);
+            kn->from_float[LLAMBDA_TYPE_F16](v + (size_t)t * W, vd, W);
         } else {
             memcpy((float *)kv->k[layer] + cell * (size_t)W, k + (size_t)t * W, (size_t)W * 4);
             memcpy((float *)kv->v[layer] + cell * (size_t)W, v + (size_t)t * W, (size_t)W * 4);
@@ -67,7 +69,7 @@ static void attn_task(void *arg, int ith, int nth) {
         float *o = j->out + (size_t)t * (size_t)(H * D) + (size_t)hd * D;
         if (c->kv.type == LLAMBDA_KV_F16) {
             /* Q rounded to f16, as llama.cpp's single-chunk path does */
-            for (int i = 0; i < D; i++) q16[i] = ll_fp32_to_fp16(q[i]);
+            k->from_float[LLAMBDA_TYPE_F16](q, q16, D);
             k->attend_f16(q16, (const uint16_t *)c->kv.k[src] + (size_t)g * D, (const uint16_t *)c->kv.v[src] + (size_t)g * D,
                           W, D, first, n_cells, ring, scale, acc16, o);
         } else
