@@ -21,7 +21,10 @@ typedef struct matmul_job {
 /* Several products run as one pool task: their work items are numbered one after the
  * other and handed out as threads ask (the fast finish the rest), so many small products
  * (a token's experts) cost one barrier, not one each. */
-#define MAX_JOBS 64
+#ifndef LL_MATMUL_MAX_JOBS
+#define LL_MATMUL_MAX_JOBS 64   /* a test build sets it low to exercise the flushes */
+#endif
+#define MAX_JOBS LL_MATMUL_MAX_JOBS
 typedef struct matmul_set {
     const matmul_job *jobs;
     int n;
@@ -104,7 +107,9 @@ static void matmul_task(void *arg, int ith, int nth) {
 }
 
 /* y_k = W_k · x_k for each product; activations converted to each weight's vec_dot_type
- * once (products that share an input and a type share the conversion). */
+ * once (products that share an input and a type share the conversion). No input may be
+ * the output of another product of the same call. When the jobs or the scratch run out,
+ * what is gathered runs first and the rest follows. */
 void ll_matmul_many(struct llambda_context *c, const ll_matmul_op *ops, int n_ops) {
     const ll_kernels *k = ll_kernels_get();
     matmul_job jobs[MAX_JOBS];
@@ -120,10 +125,11 @@ void ll_matmul_many(struct llambda_context *c, const ll_matmul_op *ops, int n_op
         for (int p = 0; p < n && !xq; p++)   /* the same input already converted to the same type */
             if (job_x[p] == ops[i].x && jobs[p].n_tok == ops[i].n_tok && ll_vec_dot_type(jobs[p].w->type) == vdt && jobs[p].w->cols == w->cols)
                 xq = jobs[p].xq;
-        if (!xq && (n == MAX_JOBS || used + bytes > cap)) {   /* scratch full: run what we have */
+        if (n == MAX_JOBS || (!xq && used + bytes > cap)) {   /* jobs or scratch full: run what we have */
             matmul_set set = {.jobs = jobs, .n = n, .next_item = 0};
             if (n) ll_pool_run(c->pool, matmul_task, &set);
             n = 0; used = 0;
+            xq = NULL;   /* the scratch is reused: convert again */
         }
         if (!xq) {
             uint8_t *dst = c->qbuf + used;
