@@ -97,36 +97,32 @@ static void dot_f32(int64_t n, float *s, const void *w, const void *x) {
 
 static inline __m256 load_f16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
 
-static float dot_f16_f16(const uint16_t *a, const uint16_t *b, int64_t n) {
+/* Σ a·b over n elements, b f16 and a either f16 or already widened (exactly) to f32 (the
+ * attention query): 4 x 16 fused lanes, ll_reduce_4x16, a tail summed in double. */
+static inline __attribute__((always_inline)) float dot_x_f16(const void *a, int a_f32, const uint16_t *b, int64_t n) {
+    const float *af = a;
+    const uint16_t *ah = a;
+#define LOAD_A(o) (a_f32 ? _mm256_loadu_ps(af + (o)) : load_f16(ah + (o)))
     __m256 lo[4], hi[4];
     for (int j = 0; j < 4; j++) lo[j] = hi[j] = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 64 <= n; i += 64)
         for (int j = 0; j < 4; j++) {
-            lo[j] = _mm256_fmadd_ps(load_f16(a + i + 16 * j), load_f16(b + i + 16 * j), lo[j]);
-            hi[j] = _mm256_fmadd_ps(load_f16(a + i + 16 * j + 8), load_f16(b + i + 16 * j + 8), hi[j]);
+            lo[j] = _mm256_fmadd_ps(LOAD_A(i + 16 * j), load_f16(b + i + 16 * j), lo[j]);
+            hi[j] = _mm256_fmadd_ps(LOAD_A(i + 16 * j + 8), load_f16(b + i + 16 * j + 8), hi[j]);
         }
+#undef LOAD_A
     double sum = reduce_4x16(lo, hi);
-    for (; i < n; i++) sum += (double)(LL_FP16(a[i]) * LL_FP16(b[i]));
+    for (; i < n; i++) sum += (double)((a_f32 ? af[i] : LL_FP16(ah[i])) * LL_FP16(b[i]));
     return (float)sum;
 }
+
+static float dot_f16_f16(const uint16_t *a, const uint16_t *b, int64_t n) { return dot_x_f16(a, 0, b, n); }
 
 static void dot_f16(int64_t n, float *s, const void *w, const void *x) { *s = dot_f16_f16(w, x, n); }
 
 /* dot_f16_f16 with its first operand already widened (exactly) to f32: the same bits */
-static float dot_f32w_f16(const float *a, const uint16_t *b, int64_t n) {
-    __m256 lo[4], hi[4];
-    for (int j = 0; j < 4; j++) lo[j] = hi[j] = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 64 <= n; i += 64)
-        for (int j = 0; j < 4; j++) {
-            lo[j] = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16 * j), load_f16(b + i + 16 * j), lo[j]);
-            hi[j] = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16 * j + 8), load_f16(b + i + 16 * j + 8), hi[j]);
-        }
-    double sum = reduce_4x16(lo, hi);
-    for (; i < n; i++) sum += (double)(a[i] * LL_FP16(b[i]));
-    return (float)sum;
-}
+static float dot_f32w_f16(const float *a, const uint16_t *b, int64_t n) { return dot_x_f16(a, 1, b, n); }
 
 /* f32 -> f16 rows with F16C (round to nearest even, as ll_fp32_to_fp16); a group holding a
  * NaN goes scalar, which writes the canonical quiet NaN */
@@ -197,18 +193,29 @@ static inline __m256i bytes_from_bits(const uint8_t *p) {
     return _mm256_cmpeq_epi8(_mm256_and_si256(rep, bit), bit);
 }
 
+/* The 32 signed quants of block i of a Q8_0 or Q5_0 row. */
+static inline __attribute__((always_inline)) __m256i q8_block_quants(int type, const uint8_t *row, int64_t i, float *d) {
+    if (type == LLAMBDA_TYPE_Q5_0) {
+        const block_q5_0 *a = (const block_q5_0 *)row + i;
+        const __m256i b16 = _mm256_set1_epi8(16);
+        *d = LL_FP16(a->d);
+        return _mm256_sub_epi8(_mm256_or_si256(unpack_nibbles(a->qs), _mm256_and_si256(bytes_from_bits(a->qh), b16)), b16);
+    }
+    const block_q8_0 *a = (const block_q8_0 *)row + i;
+    *d = LL_FP16(a->d);
+    return _mm256_loadu_si256((const __m256i *)a->qs);
+}
+
 /* Q5_0 (the fallback llama.cpp picks for rows that are not a multiple of 256): quants
  * (nibble | high bit << 4) - 16, and dot_q8_0's 8-lane accumulation. */
 static void dot_q5_0(int64_t n, float *s, const void *w, const void *x) {
-    const block_q5_0 *a = w; const block_q8_0 *b = x;
-    const __m256i b16 = _mm256_set1_epi8(16);
+    const block_q8_0 *b = x;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / 32; i++) {
-        __m256 d = _mm256_set1_ps(LL_FP16(a[i].d) * LL_FP16(b[i].d));
-        __m256i q = _mm256_or_si256(unpack_nibbles(a[i].qs), _mm256_and_si256(bytes_from_bits(a[i].qh), b16));
-        q = _mm256_sub_epi8(q, b16);
-        __m256i sum = dot_i8_groups4(q, _mm256_loadu_si256((const __m256i *)b[i].qs));
-        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sum), acc);
+        float xd;
+        __m256i q = q8_block_quants(LLAMBDA_TYPE_Q5_0, w, i, &xd);
+        __m256 d = _mm256_set1_ps(xd * LL_FP16(b[i].d));
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_groups4(q, _mm256_loadu_si256((const __m256i *)b[i].qs))), acc);
     }
     *s = hsum8(acc);
 }
@@ -626,19 +633,6 @@ static void dot_q6_K_x8_t4(int64_t n, float *out, size_t out_stride, const void 
  * the outer loop so the four token accumulators stay in registers across the blocks; each
  * weight block is loaded and made non-negative once for the four tokens. */
 #define Q8_0_MAX_BLOCKS 512   /* rows up to 16384 elements */
-/* The 32 signed quants of block i of a Q8_0 or Q5_0 row. */
-static inline __attribute__((always_inline)) __m256i q8_block_quants(int type, const uint8_t *row, int64_t i, float *d) {
-    if (type == LLAMBDA_TYPE_Q5_0) {
-        const block_q5_0 *a = (const block_q5_0 *)row + i;
-        const __m256i b16 = _mm256_set1_epi8(16);
-        *d = LL_FP16(a->d);
-        return _mm256_sub_epi8(_mm256_or_si256(unpack_nibbles(a->qs), _mm256_and_si256(bytes_from_bits(a->qh), b16)), b16);
-    }
-    const block_q8_0 *a = (const block_q8_0 *)row + i;
-    *d = LL_FP16(a->d);
-    return _mm256_loadu_si256((const __m256i *)a->qs);
-}
-
 static inline __attribute__((always_inline)) void q8_family_x8_t4(int type, ll_vec_dot_fn dot, int64_t n, float *out,
                                                                   size_t out_stride, const void *w, size_t stride,
                                                                   const void *x, size_t x_stride) {

@@ -42,7 +42,7 @@ static void matmul_tile(const matmul_job *j, int64_t r0, int64_t r1, int t0, int
     int64_t rows = j->w->rows;
     const uint8_t *wt = j->w->data + (size_t)r0 * j->w->row_bytes;
     int t = t0;
-    if (j->dotp && r1 - r0 == ROW_TILE && r0 / ROW_TILE < rows / ROW_TILE) {
+    if (j->dotp && r1 - r0 == ROW_TILE) {   /* a full tile is always one of the packed ones */
         const uint8_t *tile = j->w->packed + (size_t)(r0 / ROW_TILE) * j->w->packed_tile;
         for (; t < t1; t += 4)
             j->dotp(j->w->cols, j->y + (size_t)t * (size_t)rows + (size_t)r0, (size_t)rows, tile,
