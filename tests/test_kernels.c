@@ -187,11 +187,14 @@ int main(void) {
     TEST("kernels: the prefill tiles exist for the main quant types") {
         CHECK(n >= 10, "only %d weight types tested", n);
 #ifdef LL_HAVE_AVX2
-        if (ll_cpu_has_avx2()) {
+        if (ll_cpu_has_avx2()) {   /* the AVX2 set, whichever one LLAMBDA_ISA made active */
+            ll_kernels k2 = scalar;
+            ll_kernels_avx2(&k2);
             const int tiled[] = {LLAMBDA_TYPE_Q4_0, LLAMBDA_TYPE_Q4_K, LLAMBDA_TYPE_Q6_K, LLAMBDA_TYPE_Q8_0};
             for (int i = 0; i < 4; i++)
-                CHECK(active.vec_dot_x8_t4[tiled[i]], "%s has no 8x4 tile", llambda_type_get(tiled[i])->name);
-            CHECK(active.pack_x8[LLAMBDA_TYPE_Q4_K] && active.dot_packed[LLAMBDA_TYPE_Q4_K], "Q4_K has no repacked kernel");
+                CHECK(k2.vec_dot_x8_t4[tiled[i]], "%s has no 8x4 tile", llambda_type_get(tiled[i])->name);
+            CHECK(k2.pack_x8[LLAMBDA_TYPE_Q4_K] && k2.dot_packed[LLAMBDA_TYPE_Q4_K], "Q4_K has no repacked kernel");
+            CHECK(k2.pack_x8[LLAMBDA_TYPE_Q6_K] && k2.dot_packed[LLAMBDA_TYPE_Q6_K], "Q6_K has no repacked kernel");
         }
 #endif
     }

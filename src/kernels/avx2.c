@@ -304,7 +304,7 @@ static void x8_t4_by_rows(ll_vec_dot_fn dot, int64_t n, float *out, size_t out_s
  * each block's integer lane sums in an L1-sized buffer; pass 2 reduces them per block and
  * applies the per-row fused multiply-adds, eight rows per vector. */
 #define X8_MAX_BLOCKS 64
-#define PREFETCH_AHEAD 2048   /* bytes ahead in the weight stream */
+#define PREFETCH_AHEAD 16384   /* bytes ahead in the weight stream */
 static void dot_q4_K_x8(int64_t n, float *out, const void *w, size_t stride, const void *x) {
     const uint8_t *wb = w;
     const block_q8_K *b = x;
@@ -443,15 +443,14 @@ static inline __attribute__((always_inline)) void q4_K_packed_tile(int64_t n, fl
         const block_q8_K *y[4];
         #pragma GCC unroll 4
         for (int t = 0; t < T; t++) y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
-        _mm_prefetch((const char *)p + PREFETCH_AHEAD, _MM_HINT_T0);
-        _mm_prefetch((const char *)p + PREFETCH_AHEAD + 64, _MM_HINT_T0);
-        _mm_prefetch((const char *)p + PREFETCH_AHEAD + 128, _MM_HINT_T0);
-        _mm_prefetch((const char *)p + PREFETCH_AHEAD + 192, _MM_HINT_T0);
         __m256i tot[4];
         #pragma GCC unroll 4
         for (int t = 0; t < T; t++) tot[t] = _mm256_setzero_si256();
         #pragma GCC unroll 4
         for (int j = 0; j < 4; j++) {
+            #pragma GCC unroll 5
+            for (int l = 0; l < 5; l++)   /* the whole 1152-byte block, a quarter per j */
+                _mm_prefetch((const char *)p + PREFETCH_AHEAD + 64 * (5 * j + l), _MM_HINT_T0);
             __m256i lo[4], hi[4];   /* the two sub-blocks of group j, per token */
             #pragma GCC unroll 4
             for (int t = 0; t < T; t++) lo[t] = hi[t] = _mm256_setzero_si256();
@@ -626,6 +625,119 @@ static void dot_q6_K_x8_t4(int64_t n, float *out, size_t out_stride, const void 
         }
         for (int t = 0; t < 4; t++) out[(size_t)t * out_stride + r] = hsum8(acc[t]);
     }
+}
+
+/* Q6_K repacked: eight rows interleaved four bytes at a time, as for Q4_K. A step (half h,
+ * k = 0..7) loads ql[64h+4k..], ql[64h+32+4k..] and qh[32h+4k..] of the eight rows: four
+ * vectors v = 0..3 of quants 128h+32v+4k.. , four per row. In dot_q6_K those four quants
+ * are lane k of 32-quant group 4h+v, so the tile keeps eight accumulators per token, one
+ * per dot_q6_K lane, each holding the eight rows: the same integers, the same fused
+ * multiply-adds, the same final hsum8, for all eight rows at once. */
+typedef struct {
+    uint16_t d[8];                /* per row */
+    int8_t sc[16][8];             /* [sub-block][row] */
+    uint8_t ql[2][8][2][8][4];    /* [half][step][ql bytes 0-31 | 32-63][row] */
+    uint8_t qh[2][8][8][4];       /* [half][step][row] */
+} block_q6_K_x8;
+
+static size_t pack_q6_K_x8(int64_t n, const void *w, size_t stride, void *dst) {
+    int64_t nb = n / QK_K;
+    if (dst)
+        for (int64_t i = 0; i < nb; i++) {
+            block_q6_K_x8 *p = (block_q6_K_x8 *)dst + i;
+            for (int r = 0; r < 8; r++) {
+                const block_q6_K *a = (const block_q6_K *)((const uint8_t *)w + (size_t)r * stride) + i;
+                p->d[r] = a->d;
+                for (int sb = 0; sb < 16; sb++) p->sc[sb][r] = a->scales[sb];
+                for (int h = 0; h < 2; h++)
+                    for (int k = 0; k < 8; k++) {
+                        memcpy(p->ql[h][k][0][r], a->ql + 64 * h + 4 * k, 4);
+                        memcpy(p->ql[h][k][1][r], a->ql + 64 * h + 32 + 4 * k, 4);
+                        memcpy(p->qh[h][k][r], a->qh + 32 * h + 4 * k, 4);
+                    }
+            }
+        }
+    return (size_t)nb * sizeof(block_q6_K_x8);
+}
+
+/* The tile against T tokens. Per step and group: maddubs of the quants with four broadcast
+ * activations gives each row's two int16 pair sums, from which the 32·y pair sums come off
+ * (the -32 of every quant, as in dot_q6_K), and one madd with the row's scale (duplicated
+ * into both int16 halves) adds them to the row's lane. */
+static inline __attribute__((always_inline)) void q6_K_packed_tile(int64_t n, float *out, size_t out_stride,
+                                                                   const block_q6_K_x8 *p, const void *x,
+                                                                   size_t x_stride, const int T) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30), m32 = _mm256_set1_epi8(32);
+    const __m256i dup = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,
+                                         0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
+    __m256 acc[4][8];
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; t++)
+        for (int k = 0; k < 8; k++) acc[t][k] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++, p++) {
+        const block_q8_K *y[4];
+        __m256i ofs[4][8];   /* 32·y pair sums of each token, by 32-quant group */
+        __m256i sc[16];      /* each sub-block's row scales as int16 pairs (s, s) */
+        __m256 d[4];
+        __m256 xd = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d));
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; t++) {
+            y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
+            for (int g = 0; g < 8; g++) ofs[t][g] = mul_u8_i8_pairs(m32, _mm256_loadu_si256((const __m256i *)(y[t]->qs + 32 * g)));
+            d[t] = _mm256_mul_ps(_mm256_set1_ps(y[t]->d), xd);
+        }
+        for (int s = 0; s < 16; s++)
+            sc[s] = _mm256_shuffle_epi8(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p->sc[s])), dup);
+        #pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            _mm_prefetch((const char *)p + PREFETCH_AHEAD + 128 * k, _MM_HINT_T0);
+            _mm_prefetch((const char *)p + PREFETCH_AHEAD + 128 * k + 64, _MM_HINT_T0);
+            __m256i lane[4];   /* lane k of dot_q6_K's sum, for the eight rows */
+            #pragma GCC unroll 4
+            for (int t = 0; t < T; t++) lane[t] = _mm256_setzero_si256();
+            #pragma GCC unroll 2
+            for (int h = 0; h < 2; h++) {
+                __m256i A = _mm256_loadu_si256((const __m256i *)p->ql[h][k][0]);
+                __m256i B = _mm256_loadu_si256((const __m256i *)p->ql[h][k][1]);
+                __m256i H = _mm256_loadu_si256((const __m256i *)p->qh[h][k]);
+                __m256i v[4];
+                v[0] = _mm256_or_si256(_mm256_and_si256(A, m4), _mm256_and_si256(_mm256_slli_epi16(H, 4), m30));
+                v[1] = _mm256_or_si256(_mm256_and_si256(B, m4), _mm256_and_si256(_mm256_slli_epi16(H, 2), m30));
+                v[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(A, 4), m4), _mm256_and_si256(H, m30));
+                v[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(B, 4), m4),
+                                       _mm256_and_si256(_mm256_srli_epi16(H, 2), m30));
+                #pragma GCC unroll 4
+                for (int j = 0; j < 4; j++) {
+                    int g = 4 * h + j;
+                    #pragma GCC unroll 4
+                    for (int t = 0; t < T; t++) {
+                        int32_t yq, oq;
+                        memcpy(&yq, y[t]->qs + 32 * g + 4 * k, 4);
+                        memcpy(&oq, (const int16_t *)&ofs[t][g] + 2 * (k % 4) + 8 * (k / 4), 4);
+                        __m256i pr = _mm256_sub_epi16(mul_u8_i8_pairs(v[j], _mm256_set1_epi32(yq)), _mm256_set1_epi32(oq));
+                        lane[t] = ACC_MADD16(lane[t], pr, sc[2 * g + k / 4]);
+                    }
+                }
+            }
+            #pragma GCC unroll 4
+            for (int t = 0; t < T; t++) acc[t][k] = _mm256_fmadd_ps(d[t], _mm256_cvtepi32_ps(lane[t]), acc[t][k]);
+        }
+    }
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; t++) {   /* hsum8 of each row's eight lanes */
+        __m256 r = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[t][0], acc[t][4]), _mm256_add_ps(acc[t][2], acc[t][6])),
+                                 _mm256_add_ps(_mm256_add_ps(acc[t][1], acc[t][5]), _mm256_add_ps(acc[t][3], acc[t][7])));
+        _mm256_storeu_ps(out + (size_t)t * out_stride, r);
+    }
+}
+
+static void dot_q6_K_packed(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
+                            int n_tok) {
+    int t = 0;
+    for (; t + 2 <= n_tok; t += 2)   /* two tokens a pass: sixteen accumulators fit the registers */
+        q6_K_packed_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 2);
+    for (; t < n_tok; t++)
+        q6_K_packed_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 1);
 }
 
 /* Eight Q8_0 rows against four activation rows (prefill): each (row, token) keeps the
@@ -911,6 +1023,8 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q4_K] = dot_q4_K_x8_t4;
     k->pack_x8[LLAMBDA_TYPE_Q4_K] = pack_q4_K_x8;
     k->dot_packed[LLAMBDA_TYPE_Q4_K] = dot_q4_K_packed;
+    k->pack_x8[LLAMBDA_TYPE_Q6_K] = pack_q6_K_x8;
+    k->dot_packed[LLAMBDA_TYPE_Q6_K] = dot_q6_K_packed;
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q6_K] = dot_q6_K_x8_t4;
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q8_0] = dot_q8_0_x8_t4;
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q4_0] = dot_q4_0_x8_t4;
