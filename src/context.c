@@ -143,7 +143,7 @@ llambda_status llambda_context_create(llambda_model *m, const llambda_context_pa
         c->owns_pool = c->pool != NULL;
         if (!c->pool) fail = 1;
     }
-    c->scores_stride = (size_t)hd + 16;  /* f16 q and accumulator */
+    c->scores_stride = (size_t)hd * 5 / 2 + 16;  /* f16 queries of up to 4 heads and an accumulator */
     if (!fail) c->scores = xcalloc((size_t)ll_pool_size(c->pool) * c->scores_stride, 4, &fail);
     if (!fail && ll_sampler_init(&c->smp, h->n_vocab, &p.sampling)) fail = 1;
     if (fail) { llambda_context_free(c); return ll_error(LLAMBDA_ERR_NOMEM, "context: out of memory (n_ctx %d)", n_ctx); }

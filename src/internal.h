@@ -129,14 +129,15 @@ typedef struct ll_kernels {
     /* optional: ll_swiglu's g = silu(g) ⊙ u with the same bits, vectorized */
     void (*swiglu)(float *g, const float *u, int64_t n);
     void (*geglu)(float *g, const float *u, int64_t n);   /* optional: ll_geglu's bits, vectorized */
-    /* One query head (f16) over the cells (first + i) % ring, i < n, of an f16 cache (row
-     * stride W halves, head offset applied), as llama.cpp's single-chunk flash attention:
-     * online softmax, f16 V accumulator. */
-    void (*attend_f16)(const uint16_t *q16, const uint16_t *K, const uint16_t *V, int W, int D, int first, int n,
-                       int ring, float scale, uint16_t *acc16, float *out);
+    /* nh query heads (f16, rows of D one after another) that share one KV head, over the
+     * cells (first + i) % ring, i < n, of an f16 cache (row stride W halves, head offset
+     * applied), each as llama.cpp's single-chunk flash attention: online softmax, f16 V
+     * accumulator (acc16: D halves of scratch). out: nh rows of D. */
+    void (*attend_f16)(const uint16_t *q16, const uint16_t *K, const uint16_t *V, int W, int D, int nh, int first,
+                       int n, int ring, float scale, uint16_t *acc16, float *out);
 } ll_kernels;
-void ll_attend_f16_scalar(const uint16_t *q16, const uint16_t *K, const uint16_t *V, int W, int D, int first, int n,
-                          int ring, float scale, uint16_t *acc16, float *out);
+void ll_attend_f16_scalar(const uint16_t *q16, const uint16_t *K, const uint16_t *V, int W, int D, int nh, int first,
+                          int n, int ring, float scale, uint16_t *acc16, float *out);
 
 const ll_kernels *ll_kernels_get(void);
 int ll_vec_dot_type(int weight_type);   /* -1 if the type cannot be multiplied */

@@ -184,6 +184,40 @@ int main(void) {
         CHECK(scalar.ssm_scan && scalar.axpy, "scalar kernels missing");
 #endif
     }
+    TEST("kernels: grouped f16 attention gives the scalar bits per head") {
+        /* heads sharing one KV head, head sizes with and without a register-resident path,
+         * key counts across the chunk edge, a ring that wraps, and keys past the running max */
+        enum { RING = 150, WMAX = 2 * 512 };
+        static uint16_t K[RING * WMAX], V[RING * WMAX], q16[4 * 512], acc16[512];
+        static float want[4 * 512], got[4 * 512];
+        for (int i = 0; i < RING * WMAX; i++) {
+            K[i] = ll_fp32_to_fp16(frand() * (i % 37 == 0 ? 4.f : 1.f));
+            V[i] = ll_fp32_to_fp16(frand() * 2.f);
+        }
+        const int dims[] = {64, 128, 256, 512, 40};
+        const int counts[] = {1, 63, 64, 65, 150};
+        int cases = 0, bad = 0;
+        for (int di = 0; di < 5; di++)
+            for (int nh = 1; nh <= 4; nh++)
+                for (int ci = 0; ci < 5; ci++) {
+                    int D = dims[di], W = 2 * D, n = counts[ci], first = ci == 4 ? 0 : 120;
+                    for (int i = 0; i < nh * D; i++) q16[i] = ll_fp32_to_fp16(frand() * 3.f);
+                    ll_attend_f16_scalar(q16, K + D, V + D, W, D, nh, first, n, RING, 0.125f, acc16, want);
+                    CHECK(isfinite(want[0]), "scalar attention gave %g", want[0]);
+#ifdef LL_HAVE_AVX2
+                    ll_kernels kk[2];
+                    int nk = 0;
+                    if (ll_cpu_has_avx2()) { kk[nk] = scalar; ll_kernels_avx2(&kk[nk++]); }
+                    if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) { kk[nk] = scalar; ll_kernels_avx512(&kk[nk++]); }
+                    for (int v = 0; v < nk; v++) {
+                        kk[v].attend_f16(q16, K + D, V + D, W, D, nh, first, n, RING, 0.125f, acc16, got);
+                        bad += memcmp(got, want, sizeof(float) * (size_t)(nh * D)) != 0;
+                        cases++;
+                    }
+#endif
+                }
+        CHECK(!bad, "%d of %d grouped attention cases differ from the scalar heads", bad, cases);
+    }
     TEST("kernels: the prefill tiles exist for the main quant types") {
         CHECK(n >= 10, "only %d weight types tested", n);
 #ifdef LL_HAVE_AVX2

@@ -898,38 +898,101 @@ static void quantize_row_q8_0(const float *x, void *dst, int64_t n) {
     }
 }
 
-/* ll_attend_f16_scalar with 8-wide F16C conversions (round to nearest even, as the
- * scalar conversion) and FMAs; heads whose size is not a multiple of 8 use the scalar one. */
-static void attend_f16(const uint16_t *q16, const uint16_t *K, const uint16_t *V, int W, int D, int first, int n,
-                       int ring, float scale, uint16_t *acc16, float *out) {
-    if (D % 8 || D > 512) { ll_attend_f16_scalar(q16, K, V, W, D, first, n, ring, scale, acc16, out); return; }
-    __m256 acc[64];
-    float qf[512];   /* q widened once, not at every key */
-    int nv = D / 8;
-    for (int b = 0; b < nv; b++) { acc[b] = _mm256_setzero_ps(); _mm256_storeu_ps(qf + 8 * b, load_f16(q16 + 8 * b)); }
-    float M = -INFINITY, S = 0;
-    for (int j = 0; j < n; j++) {
-        size_t cell = (size_t)((first + j) % ring);
-        const uint16_t *kk = K + cell * W, *v = V + cell * W;
-        float s = dot_f32w_f16(qf, kk, D) * scale, ms = 1.0f, vs = 1.0f;
-        if (s > M) {
-            float Mold = M;
-            M = s;
-            ms = expf(Mold - M);
-            __m256 vms = _mm256_set1_ps(ms);
-            for (int b = 0; b < nv; b++)   /* f16(acc · ms): round through f16 and back */
-                acc[b] = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_mul_ps(acc[b], vms), _MM_FROUND_TO_NEAREST_INT));
-        } else vs = expf(s - M);
-        __m256 vvs = _mm256_set1_ps(vs);
-        for (int b = 0; b < nv; b++)
-            acc[b] = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_fmadd_ps(load_f16(v + 8 * b), vvs, acc[b]), _MM_FROUND_TO_NEAREST_INT));
-        S = fmaf(S, ms, vs);
+/* ll_attend_f16_scalar in three passes over chunks of keys, with the same operations per
+ * head in the same order: the scores of all heads (independent, so they pipeline), then
+ * each head's running max, sum and factors (the libm expf calls of the scalar loop), then
+ * the f16 V accumulation, whose fma -> f16 -> f32 chain runs for two heads side by side
+ * when they fit the registers. K and V rows are read once per chunk for all the heads. */
+#define ATT_CHUNK 64
+#define ATT_MAX_HEADS 4
+
+/* acc[b] = f16(acc[b]·ms) when ms is not 1 (the scalar loop's rescale at a new max, which
+ * leaves an f16 value unchanged when ms is 1), then acc[b] = f16(v·vs + acc[b]). */
+static inline __attribute__((always_inline)) void att_accumulate(float *accf, const uint16_t *V, int W, int first,
+                                                                 int ring, int c0, int m, const float *ms,
+                                                                 const float *vs, const int nv, const int HP,
+                                                                 int stride) {
+    __m256 acc[2][32];
+    for (int h = 0; h < HP; h++)
+        #pragma GCC unroll 32
+        for (int b = 0; b < nv; b++) acc[h][b] = _mm256_loadu_ps(accf + (size_t)h * (size_t)stride + 8 * b);
+    for (int j = 0; j < m; j++) {
+        const uint16_t *v = V + (size_t)((first + c0 + j) % ring) * W;
+        for (int h = 0; h < HP; h++) {
+            float msj = ms[h * ATT_CHUNK + j];
+            if (msj != 1.0f) {
+                __m256 vms = _mm256_set1_ps(msj);
+                #pragma GCC unroll 32
+                for (int b = 0; b < nv; b++)
+                    acc[h][b] = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_mul_ps(acc[h][b], vms), _MM_FROUND_TO_NEAREST_INT));
+            }
+        }
+        #pragma GCC unroll 32
+        for (int b = 0; b < nv; b++) {
+            __m256 vv = load_f16(v + 8 * b);
+            for (int h = 0; h < HP; h++)
+                acc[h][b] = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_fmadd_ps(vv, _mm256_set1_ps(vs[h * ATT_CHUNK + j]), acc[h][b]),
+                                                            _MM_FROUND_TO_NEAREST_INT));
+        }
     }
-    float inv = S == 0 ? 0 : 1.0f / S;
-    __m256 vinv = _mm256_set1_ps(inv);
-    for (int b = 0; b < nv; b++) {
-        _mm_storeu_si128((__m128i *)(acc16 + 8 * b), _mm256_cvtps_ph(acc[b], _MM_FROUND_TO_NEAREST_INT));
-        _mm256_storeu_ps(out + 8 * b, _mm256_mul_ps(acc[b], vinv));
+    for (int h = 0; h < HP; h++)
+        #pragma GCC unroll 32
+        for (int b = 0; b < nv; b++) _mm256_storeu_ps(accf + (size_t)h * (size_t)stride + 8 * b, acc[h][b]);
+}
+
+static void attend_f16(const uint16_t *q16, const uint16_t *K, const uint16_t *V, int W, int D, int nh, int first,
+                       int n, int ring, float scale, uint16_t *acc16, float *out) {
+    if (D % 8 || D > 512 || nh > ATT_MAX_HEADS) {
+        ll_attend_f16_scalar(q16, K, V, W, D, nh, first, n, ring, scale, acc16, out);
+        return;
+    }
+    float qf[ATT_MAX_HEADS][512], accf[ATT_MAX_HEADS][512];   /* q widened once; f16 accumulators held as f32 */
+    float sc[ATT_MAX_HEADS][ATT_CHUNK], ms[ATT_MAX_HEADS][ATT_CHUNK], vs[ATT_MAX_HEADS][ATT_CHUNK];
+    float M[ATT_MAX_HEADS], S[ATT_MAX_HEADS];
+    int nv = D / 8;
+    for (int h = 0; h < nh; h++) {
+        for (int b = 0; b < nv; b++) {
+            _mm256_storeu_ps(qf[h] + 8 * b, load_f16(q16 + (size_t)h * D + 8 * b));
+            _mm256_storeu_ps(accf[h] + 8 * b, _mm256_setzero_ps());
+        }
+        M[h] = -INFINITY;
+        S[h] = 0;
+    }
+    for (int c0 = 0; c0 < n; c0 += ATT_CHUNK) {
+        int m = n - c0 < ATT_CHUNK ? n - c0 : ATT_CHUNK;
+        for (int j = 0; j < m; j++) {
+            const uint16_t *kk = K + (size_t)((first + c0 + j) % ring) * W;
+            for (int h = 0; h < nh; h++) sc[h][j] = dot_f32w_f16(qf[h], kk, D) * scale;
+        }
+        for (int h = 0; h < nh; h++) {
+            float Mh = M[h], Sh = S[h];   /* in registers: the sum's chain is the loop's only one */
+            for (int j = 0; j < m; j++) {
+                float s = sc[h][j], a, b;
+                if (s > Mh) { a = expf(Mh - s); b = 1.0f; Mh = s; }
+                else { a = 1.0f; b = expf(s - Mh); }
+                ms[h][j] = a;
+                vs[h][j] = b;
+                Sh = fmaf(Sh, a, b);
+            }
+            M[h] = Mh;
+            S[h] = Sh;
+        }
+        int h = 0;
+        if (D == 64)
+            for (; h + 2 <= nh; h += 2) att_accumulate(accf[h], V, W, first, ring, c0, m, ms[h], vs[h], 8, 2, 512);
+        for (; h < nh; h++) {
+            if (D == 64) att_accumulate(accf[h], V, W, first, ring, c0, m, ms[h], vs[h], 8, 1, 512);
+            else if (D == 128) att_accumulate(accf[h], V, W, first, ring, c0, m, ms[h], vs[h], 16, 1, 512);
+            else if (D == 256) att_accumulate(accf[h], V, W, first, ring, c0, m, ms[h], vs[h], 32, 1, 512);
+            else
+                for (int b0 = 0; b0 < nv; b0 += 8)   /* other sizes: 64 dims a pass */
+                    att_accumulate(accf[h] + 8 * b0, V + 8 * b0, W, first, ring, c0, m, ms[h], vs[h], 8, 1, 512);
+        }
+    }
+    for (int h = 0; h < nh; h++) {
+        float inv = S[h] == 0 ? 0 : 1.0f / S[h];
+        __m256 vinv = _mm256_set1_ps(inv);
+        for (int b = 0; b < nv; b++) _mm256_storeu_ps(out + (size_t)h * D + 8 * b, _mm256_mul_ps(_mm256_loadu_ps(accf[h] + 8 * b), vinv));
     }
 }
 

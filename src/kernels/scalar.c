@@ -295,8 +295,8 @@ static void dot_iq4_xs(int64_t n, float *s, const void *w, const void *x) {
 
 /* One query head over n cells: online softmax with running max M and sum S (f32); the
  * V accumulator is kept in f16, rescaled on a new maximum, rounded after every key. */
-void ll_attend_f16_scalar(const uint16_t *q16, const uint16_t *K, const uint16_t *V, int W, int D, int first, int n,
-                          int ring, float scale, uint16_t *acc16, float *out) {
+static void attend_f16_head(const uint16_t *q16, const uint16_t *K, const uint16_t *V, int W, int D, int first, int n,
+                            int ring, float scale, uint16_t *acc16, float *out) {
     float M = -INFINITY, S = 0;
     for (int i = 0; i < D; i++) acc16[i] = 0;
     for (int j = 0; j < n; j++) {
@@ -314,6 +314,12 @@ void ll_attend_f16_scalar(const uint16_t *q16, const uint16_t *K, const uint16_t
     }
     float inv = S == 0 ? 0 : 1.0f / S;
     for (int i = 0; i < D; i++) out[i] = LL_FP16(acc16[i]) * inv;
+}
+
+void ll_attend_f16_scalar(const uint16_t *q16, const uint16_t *K, const uint16_t *V, int W, int D, int nh, int first,
+                          int n, int ring, float scale, uint16_t *acc16, float *out) {
+    for (int h = 0; h < nh; h++)
+        attend_f16_head(q16 + (size_t)h * D, K, V, W, D, first, n, ring, scale, acc16, out + (size_t)h * D);
 }
 
 static void axpy(float *y, const float *x, float a, int64_t n) {

@@ -57,24 +57,27 @@ static void attn_task(void *arg, int ith, int nth) {
     int l = j->layer, src = h->kv_src_l[l];
     int H = h->n_head, D = h->head_dim_l[l], G = h->n_head / h->n_head_kv_l[l], W = c->kv.width[src], ring = c->kv.cells[src];
     float scale = h->attn_scale > 0 ? h->attn_scale : 1.0f / sqrtf((float)D);
-    /* per-thread scratch: q in f16 and the f16 accumulator */
-    uint16_t *q16 = (uint16_t *)(c->scores + (size_t)ith * (size_t)c->scores_stride), *acc16 = q16 + D;
+    /* heads are taken HG at a time, all of one KV head: its K and V rows are read once */
+    int HG = G % 4 == 0 ? 4 : G % 3 == 0 ? 3 : G % 2 == 0 ? 2 : 1;
+    /* per-thread scratch: the HG queries in f16 and one f16 accumulator */
+    uint16_t *q16 = (uint16_t *)(c->scores + (size_t)ith * (size_t)c->scores_stride), *acc16 = q16 + (size_t)HG * D;
     const ll_kernels *k = ll_kernels_get();
-    int total = j->n_tok * H;
+    int groups = H / HG, total = j->n_tok * groups;
     for (int idx = ith; idx < total; idx += nth) {
-        int t = idx / H, hd = idx % H, g = hd / G, pos = j->pos0 + t;
+        int t = idx / groups, hd0 = idx % groups * HG, g = hd0 / G, pos = j->pos0 + t;
         /* visible keys: positions first..pos (the last n_swa on sliding layers), oldest first */
         int first = h->swa_l[l] && pos + 1 > h->n_swa ? pos + 1 - h->n_swa : 0, n_cells = pos + 1 - first;
-        const float *q = j->q + (size_t)t * (size_t)(H * D) + (size_t)hd * D;
-        float *o = j->out + (size_t)t * (size_t)(H * D) + (size_t)hd * D;
+        const float *q = j->q + (size_t)t * (size_t)(H * D) + (size_t)hd0 * D;
+        float *o = j->out + (size_t)t * (size_t)(H * D) + (size_t)hd0 * D;
         if (c->kv.type == LLAMBDA_KV_F16) {
             /* Q rounded to f16, as llama.cpp's single-chunk path does */
-            k->from_float[LLAMBDA_TYPE_F16](q, q16, D);
+            k->from_float[LLAMBDA_TYPE_F16](q, q16, (int64_t)HG * D);
             k->attend_f16(q16, (const uint16_t *)c->kv.k[src] + (size_t)g * D, (const uint16_t *)c->kv.v[src] + (size_t)g * D,
-                          W, D, first, n_cells, ring, scale, acc16, o);
+                          W, D, HG, first, n_cells, ring, scale, acc16, o);
         } else
-            attend_f32(q, (const float *)c->kv.k[src] + (size_t)g * D, (const float *)c->kv.v[src] + (size_t)g * D, W, D,
-                       first, n_cells, ring, scale, o);
+            for (int i = 0; i < HG; i++)
+                attend_f32(q + (size_t)i * D, (const float *)c->kv.k[src] + (size_t)g * D,
+                           (const float *)c->kv.v[src] + (size_t)g * D, W, D, first, n_cells, ring, scale, o + (size_t)i * D);
     }
 }
 
