@@ -118,7 +118,8 @@ typedef struct ll_kernels {
     ll_vec_dot_x8_fn vec_dot_x8[LLAMBDA_TYPE_COUNT]; /* optional 8-row variants */
     ll_vec_dot_x8_t4_fn vec_dot_x8_t4[LLAMBDA_TYPE_COUNT]; /* optional 8-row x 4-token variants */
     ll_pack_x8_fn pack_x8[LLAMBDA_TYPE_COUNT];       /* optional repacked layouts, */
-    ll_dot_packed_fn dot_packed[LLAMBDA_TYPE_COUNT]; /* with their tile kernels */
+    ll_dot_packed_fn dot_packed[LLAMBDA_TYPE_COUNT]; /* with their tile kernels, */
+    ll_dot_packed_fn dot_packed2[LLAMBDA_TYPE_COUNT]; /* optional: two adjacent tiles (16 rows) at once */
     ll_from_float_fn from_float[LLAMBDA_TYPE_COUNT]; /* by activation type */
     float (*dot_f16_f16)(const uint16_t *a, const uint16_t *b, int64_t n);  /* attention q·k */
     void (*axpy)(float *y, const float *x, float a, int64_t n);   /* y[i] = fma(x[i], a, y[i]) */

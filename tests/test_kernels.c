@@ -18,9 +18,9 @@ static void compare(const ll_kernels *ref, const ll_kernels *k, int type) {
     const llambda_type_traits *t = llambda_type_get(type);
     int vdt = ll_vec_dot_type(type);
     size_t wrow = (size_t)llambda_type_row_bytes(type, COLS), xrow = (size_t)llambda_type_row_bytes(vdt, COLS);
-    uint8_t *w = malloc(wrow * ROWS), *x = malloc(xrow * TOKS);
+    uint8_t *w = malloc(wrow * 2 * ROWS), *x = malloc(xrow * TOKS);   /* 16 rows: two tiles for the pair kernels */
     float *f = malloc(sizeof(float) * COLS);
-    for (int r = 0; r < ROWS; r++) {
+    for (int r = 0; r < 2 * ROWS; r++) {
         for (int i = 0; i < COLS; i++) f[i] = frand() * (i % 61 == 0 ? 6.f : 1.f);
         t->quantize_row(f, w + (size_t)r * wrow, COLS);
     }
@@ -60,6 +60,22 @@ static void compare(const ll_kernels *ref, const ll_kernels *k, int type) {
             memset(got, 0, sizeof got);
             k->dot_packed[type](COLS, &got[0][0], ROWS, packed, x, xrow, nt);
             CHECK(memcmp(got, want, sizeof got[0] * (size_t)nt) == 0, "%s: %s repacked tile (%d tokens) differs from the single-row kernel",
+                  t->name, k->isa, nt);
+        }
+        free(packed);
+    }
+    if (k->dot_packed2[type]) {   /* two adjacent packed tiles, 16 rows */
+        float want2[TOKS][2 * ROWS], got2[TOKS][2 * ROWS];
+        for (int s = 0; s < TOKS; s++)
+            for (int r = 0; r < 2 * ROWS; r++) ref->vec_dot[type](COLS, &want2[s][r], w + (size_t)r * wrow, x + (size_t)s * xrow);
+        size_t size = k->pack_x8[type](COLS, w, wrow, NULL);
+        uint8_t *packed = malloc(2 * size);
+        k->pack_x8[type](COLS, w, wrow, packed);
+        k->pack_x8[type](COLS, w + ROWS * wrow, wrow, packed + size);
+        for (int nt = 1; nt <= TOKS; nt++) {
+            memset(got2, 0, sizeof got2);
+            k->dot_packed2[type](COLS, &got2[0][0], 2 * ROWS, packed, x, xrow, nt);
+            CHECK(memcmp(got2, want2, sizeof got2[0] * (size_t)nt) == 0, "%s: %s pair of repacked tiles (%d tokens) differs from the single-row kernel",
                   t->name, k->isa, nt);
         }
         free(packed);
@@ -229,6 +245,11 @@ int main(void) {
                 CHECK(k2.vec_dot_x8_t4[tiled[i]], "%s has no 8x4 tile", llambda_type_get(tiled[i])->name);
             CHECK(k2.pack_x8[LLAMBDA_TYPE_Q4_K] && k2.dot_packed[LLAMBDA_TYPE_Q4_K], "Q4_K has no repacked kernel");
             CHECK(k2.pack_x8[LLAMBDA_TYPE_Q6_K] && k2.dot_packed[LLAMBDA_TYPE_Q6_K], "Q6_K has no repacked kernel");
+        }
+        if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) {
+            ll_kernels k512 = scalar;
+            ll_kernels_avx512(&k512);
+            CHECK(k512.dot_packed2[LLAMBDA_TYPE_Q4_K] && k512.dot_packed2[LLAMBDA_TYPE_Q6_K], "no 16-row AVX-512 tiles");
         }
 #endif
     }

@@ -740,6 +740,173 @@ static void dot_q6_K_packed(int64_t n, float *out, size_t out_stride, const void
         q6_K_packed_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 1);
 }
 
+#ifdef LL_AVX512
+/* Two adjacent packed tiles (rows 0-7 in the first, 8-15 in the next, n/QK_K blocks later)
+ * in 512-bit vectors, one row per lane: each instruction does the work of two 8-row steps
+ * (full-width on CPUs with 512-bit datapaths). Every row gets the operations its lane gets
+ * in the 8-row kernels above, so the same bits. */
+static inline __m512i load_pair(const void *a, const void *b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)), _mm256_loadu_si256((const __m256i *)b), 1);
+}
+static inline __m128i load_pair64(const void *a, const void *b) {
+    return _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)a), _mm_loadl_epi64((const __m128i *)b));
+}
+static inline __m512 load_pair_f16(const uint16_t *a, const uint16_t *b) {
+    return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
+                                                   _mm_loadu_si128((const __m128i *)b), 1));
+}
+static inline void prefetch_pair(const void *a, const void *b, int line) {
+    _mm_prefetch((const char *)a + PREFETCH_AHEAD + 64 * line, _MM_HINT_T0);
+    _mm_prefetch((const char *)b + PREFETCH_AHEAD + 64 * line, _MM_HINT_T0);
+}
+
+static inline __attribute__((always_inline)) void q4_K_packed_tile16(int64_t n, float *out, size_t out_stride,
+                                                                     const block_q4_K_x8 *pa, const void *x,
+                                                                     size_t x_stride, const int T) {
+    const block_q4_K_x8 *pb = pa + n / QK_K;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512 acc[4], accm[4];
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; t++) acc[t] = accm[t] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++, pa++, pb++) {
+        const block_q8_K *y[4];
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; t++) y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
+        __m512i tot[4];
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; t++) tot[t] = _mm512_setzero_si512();
+        #pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            #pragma GCC unroll 5
+            for (int l = 0; l < 5; l++) prefetch_pair(pa, pb, 5 * j + l);
+            __m512i lo[4], hi[4];
+            #pragma GCC unroll 4
+            for (int t = 0; t < T; t++) lo[t] = hi[t] = _mm512_setzero_si512();
+            #pragma GCC unroll 8
+            for (int g = 0; g < 8; g++) {
+                __m512i q = load_pair(pa->qs[j][g], pb->qs[j][g]);
+                __m512i ql = _mm512_and_si512(q, m4), qh = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+                #pragma GCC unroll 4
+                for (int t = 0; t < T; t++) {
+                    int32_t yl, yh;
+                    memcpy(&yl, y[t]->qs + 64 * j + 4 * g, 4);
+                    memcpy(&yh, y[t]->qs + 64 * j + 32 + 4 * g, 4);
+                    lo[t] = _mm512_dpbusd_epi32(lo[t], ql, _mm512_set1_epi32(yl));
+                    hi[t] = _mm512_dpbusd_epi32(hi[t], qh, _mm512_set1_epi32(yh));
+                }
+            }
+            __m512i sl = _mm512_cvtepu8_epi32(load_pair64(pa->sc[2 * j], pb->sc[2 * j]));
+            __m512i sh = _mm512_cvtepu8_epi32(load_pair64(pa->sc[2 * j + 1], pb->sc[2 * j + 1]));
+            #pragma GCC unroll 4
+            for (int t = 0; t < T; t++)
+                tot[t] = _mm512_add_epi32(tot[t], _mm512_add_epi32(_mm512_mullo_epi32(lo[t], sl), _mm512_mullo_epi32(hi[t], sh)));
+        }
+        __m512 xd = load_pair_f16(pa->d, pb->d), xdmin = load_pair_f16(pa->dmin, pb->dmin);
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; t++) {
+            int16_t bs[8];
+            for (int sb = 0; sb < 8; sb++) bs[sb] = (int16_t)(y[t]->bsums[2 * sb] + y[t]->bsums[2 * sb + 1]);
+            __m512i ms = _mm512_setzero_si512();
+            for (int k = 0; k < 4; k++) {
+                int32_t pair;
+                memcpy(&pair, bs + 2 * k, 4);
+                __m256i mn = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)pa->mn[k])),
+                                                     _mm_loadu_si128((const __m128i *)pb->mn[k]), 1);
+                ms = _mm512_dpwssd_epi32(ms, _mm512_cvtepu8_epi16(mn), _mm512_set1_epi32(pair));
+            }
+            __m512 yd = _mm512_set1_ps(y[t]->d);
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tot[t]), _mm512_mul_ps(yd, xd), acc[t]);
+            accm[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ms), _mm512_mul_ps(yd, xdmin), accm[t]);
+        }
+    }
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; t++) _mm512_storeu_ps(out + (size_t)t * out_stride, _mm512_sub_ps(acc[t], accm[t]));
+}
+
+static void dot_q4_K_packed2(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
+                             int n_tok) {
+    if (n_tok == 4) { q4_K_packed_tile16(n, out, out_stride, tile, x, x_stride, 4); return; }
+    for (int t = 0; t < n_tok; t++)
+        q4_K_packed_tile16(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 1);
+}
+
+static inline __attribute__((always_inline)) void q6_K_packed_tile16(int64_t n, float *out, size_t out_stride,
+                                                                     const block_q6_K_x8 *pa, const void *x,
+                                                                     size_t x_stride, const int T) {
+    const block_q6_K_x8 *pb = pa + n / QK_K;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    const __m256i m32 = _mm256_set1_epi8(32);
+    const __m512i dup = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13));
+    __m512 acc[2][8];
+    #pragma GCC unroll 2
+    for (int t = 0; t < T; t++)
+        for (int k = 0; k < 8; k++) acc[t][k] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++, pa++, pb++) {
+        const block_q8_K *y[2];
+        __m256i ofs[2][8];
+        __m512i sc[16];
+        __m512 d[2];
+        __m512 xd = load_pair_f16(pa->d, pb->d);
+        #pragma GCC unroll 2
+        for (int t = 0; t < T; t++) {
+            y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
+            for (int g = 0; g < 8; g++) ofs[t][g] = mul_u8_i8_pairs(m32, _mm256_loadu_si256((const __m256i *)(y[t]->qs + 32 * g)));
+            d[t] = _mm512_mul_ps(_mm512_set1_ps(y[t]->d), xd);
+        }
+        for (int sb = 0; sb < 16; sb++) sc[sb] = _mm512_shuffle_epi8(_mm512_cvtepi8_epi32(load_pair64(pa->sc[sb], pb->sc[sb])), dup);
+        #pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            prefetch_pair(pa, pb, 2 * k);
+            prefetch_pair(pa, pb, 2 * k + 1);
+            __m512i lane[2];
+            #pragma GCC unroll 2
+            for (int t = 0; t < T; t++) lane[t] = _mm512_setzero_si512();
+            #pragma GCC unroll 2
+            for (int h = 0; h < 2; h++) {
+                __m512i A = load_pair(pa->ql[h][k][0], pb->ql[h][k][0]);
+                __m512i B = load_pair(pa->ql[h][k][1], pb->ql[h][k][1]);
+                __m512i H = load_pair(pa->qh[h][k], pb->qh[h][k]);
+                __m512i v[4];
+                v[0] = _mm512_or_si512(_mm512_and_si512(A, m4), _mm512_and_si512(_mm512_slli_epi16(H, 4), m30));
+                v[1] = _mm512_or_si512(_mm512_and_si512(B, m4), _mm512_and_si512(_mm512_slli_epi16(H, 2), m30));
+                v[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(A, 4), m4), _mm512_and_si512(H, m30));
+                v[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(B, 4), m4),
+                                       _mm512_and_si512(_mm512_srli_epi16(H, 2), m30));
+                #pragma GCC unroll 4
+                for (int j = 0; j < 4; j++) {
+                    int g = 4 * h + j;
+                    #pragma GCC unroll 2
+                    for (int t = 0; t < T; t++) {
+                        int32_t yq, oq;
+                        memcpy(&yq, y[t]->qs + 32 * g + 4 * k, 4);
+                        memcpy(&oq, (const int16_t *)&ofs[t][g] + 2 * (k % 4) + 8 * (k / 4), 4);
+                        __m512i pr = _mm512_sub_epi16(_mm512_maddubs_epi16(v[j], _mm512_set1_epi32(yq)), _mm512_set1_epi32(oq));
+                        lane[t] = _mm512_dpwssd_epi32(lane[t], pr, sc[2 * g + k / 4]);
+                    }
+                }
+            }
+            #pragma GCC unroll 2
+            for (int t = 0; t < T; t++) acc[t][k] = _mm512_fmadd_ps(d[t], _mm512_cvtepi32_ps(lane[t]), acc[t][k]);
+        }
+    }
+    #pragma GCC unroll 2
+    for (int t = 0; t < T; t++) {
+        __m512 r = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][4]), _mm512_add_ps(acc[t][2], acc[t][6])),
+                                 _mm512_add_ps(_mm512_add_ps(acc[t][1], acc[t][5]), _mm512_add_ps(acc[t][3], acc[t][7])));
+        _mm512_storeu_ps(out + (size_t)t * out_stride, r);
+    }
+}
+
+static void dot_q6_K_packed2(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
+                             int n_tok) {
+    int t = 0;
+    for (; t + 2 <= n_tok; t += 2)
+        q6_K_packed_tile16(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 2);
+    for (; t < n_tok; t++)
+        q6_K_packed_tile16(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 1);
+}
+#endif
+
 /* Eight Q8_0 rows against four activation rows (prefill): each (row, token) keeps the
  * 8-lane accumulator of dot_q8_0 (one fma of d_x·d_y per block, blocks in order). Rows are
  * the outer loop so the four token accumulators stay in registers across the blocks; each
@@ -1088,6 +1255,10 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->dot_packed[LLAMBDA_TYPE_Q4_K] = dot_q4_K_packed;
     k->pack_x8[LLAMBDA_TYPE_Q6_K] = pack_q6_K_x8;
     k->dot_packed[LLAMBDA_TYPE_Q6_K] = dot_q6_K_packed;
+#ifdef LL_AVX512
+    k->dot_packed2[LLAMBDA_TYPE_Q4_K] = dot_q4_K_packed2;
+    k->dot_packed2[LLAMBDA_TYPE_Q6_K] = dot_q6_K_packed2;
+#endif
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q6_K] = dot_q6_K_x8_t4;
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q8_0] = dot_q8_0_x8_t4;
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q4_0] = dot_q4_0_x8_t4;
