@@ -925,6 +925,34 @@ static inline __attribute__((always_inline)) void q8_family_x8_t4(int type, ll_v
                      *y2 = (const block_q8_0 *)((const uint8_t *)x + 2 * x_stride), *y3 = (const block_q8_0 *)((const uint8_t *)x + 3 * x_stride);
     float yd[4][Q8_0_MAX_BLOCKS];
     for (int64_t i = 0; i < nb; i++) { yd[0][i] = LL_FP16(y0[i].d); yd[1][i] = LL_FP16(y1[i].d); yd[2][i] = LL_FP16(y2[i].d); yd[3][i] = LL_FP16(y3[i].d); }
+#ifdef LL_AVX512
+    /* rows two at a time in 512-bit vectors (row r in the low half, r+1 in the high): each
+     * half gets the 256-bit operations below, so each row keeps its bits */
+    for (int r = 0; r < 8; r += 2) {
+        const uint8_t *row0 = wb + (size_t)r * stride, *row1 = row0 + stride;
+        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        const block_q8_0 *yt[4] = {y0, y1, y2, y3};
+        for (int64_t i = 0; i < nb; i++) {
+            float xd0, xd1;
+            __m256i w0 = q8_block_quants(type, row0, i, &xd0), w1 = q8_block_quants(type, row1, i, &xd1);
+            __m512i wv = _mm512_inserti64x4(_mm512_castsi256_si512(w0), w1, 1), aw = _mm512_abs_epi8(wv);
+            __mmask64 neg = _mm512_movepi8_mask(wv);   /* sign_epi8: y negated where w < 0 (w = 0 has |w| = 0) */
+            __m512 xd = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(xd0), _mm512_set1_ps(xd1));
+            #pragma GCC unroll 4
+            for (int t = 0; t < 4; t++) {
+                __m512i yv = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)yt[t][i].qs));
+                __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), aw, _mm512_mask_sub_epi8(yv, neg, _mm512_setzero_si512(), yv));
+                acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(xd, _mm512_set1_ps(yd[t][i])), _mm512_cvtepi32_ps(p), acc[t]);
+            }
+        }
+        for (int t = 0; t < 4; t++) {
+            out[(size_t)t * out_stride + r] = hsum8(_mm512_castps512_ps256(acc[t]));
+            out[(size_t)t * out_stride + r + 1] = hsum8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[t]), 1)));
+        }
+    }
+    (void)wb;
+    return;
+#endif
     for (int r = 0; r < 8; r++) {
         const uint8_t *row = wb + (size_t)r * stride;
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
