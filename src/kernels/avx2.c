@@ -95,6 +95,41 @@ static void dot_f32(int64_t n, float *s, const void *w, const void *x) {
     *s = (float)sum;
 }
 
+#ifdef LL_AVX512
+/* Eight F32 rows against four activation rows (prompts; e.g. the MoE routers): each (row,
+ * token) keeps dot_f32's four 16-lane accumulators, one 512-bit register each, and its
+ * reduction; a row's weights are loaded once for the four tokens. */
+static void dot_f32_x8_t4(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, const void *x,
+                          size_t x_stride) {
+    const float *b[4];
+    for (int t = 0; t < 4; t++) b[t] = (const float *)((const uint8_t *)x + (size_t)t * x_stride);
+    for (int r = 0; r < 8; r++) {
+        const float *a = (const float *)((const uint8_t *)w + (size_t)r * stride);
+        __m512 acc[4][4];
+        for (int t = 0; t < 4; t++)
+            for (int j = 0; j < 4; j++) acc[t][j] = _mm512_setzero_ps();
+        int64_t i = 0;
+        for (; i + 64 <= n; i += 64)
+            #pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                __m512 wa = _mm512_loadu_ps(a + i + 16 * j);
+                #pragma GCC unroll 4
+                for (int t = 0; t < 4; t++) acc[t][j] = _mm512_fmadd_ps(wa, _mm512_loadu_ps(b[t] + i + 16 * j), acc[t][j]);
+            }
+        for (int t = 0; t < 4; t++) {
+            __m512 s4 = _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][2]), _mm512_add_ps(acc[t][1], acc[t][3]));
+            __m256 lo[4], hi[4];   /* reduce_4x16 on the sum already formed: the other three stay zero */
+            lo[0] = _mm512_castps512_ps256(s4);
+            hi[0] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s4), 1));
+            for (int k = 1; k < 4; k++) lo[k] = hi[k] = _mm256_setzero_ps();
+            double sum = reduce_4x16(lo, hi);
+            for (int64_t k = i; k < n; k++) sum += (double)(a[k] * b[t][k]);
+            out[(size_t)t * out_stride + r] = (float)sum;
+        }
+    }
+}
+#endif
+
 static inline __m256 load_f16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
 
 /* Σ a·b over n elements, b f16 and a either f16 or already widened (exactly) to f32 (the
@@ -1271,6 +1306,9 @@ static float ssm_scan(float *st, const float *B, const float *C, float dA, float
 void ll_kernels_avx2(ll_kernels *k) {
     k->isa = ISA_NAME;
     k->vec_dot[LLAMBDA_TYPE_F32] = dot_f32;
+#ifdef LL_AVX512
+    k->vec_dot_x8_t4[LLAMBDA_TYPE_F32] = dot_f32_x8_t4;
+#endif
     k->vec_dot[LLAMBDA_TYPE_F16] = dot_f16;
     k->vec_dot[LLAMBDA_TYPE_Q8_0] = dot_q8_0;
     k->vec_dot[LLAMBDA_TYPE_Q4_0] = dot_q4_0;
