@@ -1017,6 +1017,146 @@ static void dot_q5_0_x8_t4(int64_t n, float *out, size_t out_stride, const void 
     q8_family_x8_t4(LLAMBDA_TYPE_Q5_0, dot_q5_0, n, out, out_stride, w, stride, x, x_stride);
 }
 
+/* Q5_0 repacked: eight rows interleaved four quants at a time. dot_q5_0's lane m holds
+ * quants 4m..4m+3 (low nibbles of bytes 4m.. for m < 4, high nibbles of bytes 4(m-4)..
+ * after), so a step loads bytes 4k..4k+3 of the eight rows (lanes k and k+4 of every row)
+ * and the fifth bits come regrouped one word per lane. Quants are taken unsigned (q + 16)
+ * and 16 x the four activations' sum comes off: the exact integers of dot_q5_0, and each
+ * row keeps its eight float lanes, so its bits. */
+typedef struct {
+    uint16_t d[8];            /* per row */
+    uint32_t qh[8];           /* [lane m]: bit 4r + l = fifth bit of quant 4m + l of row r */
+    uint8_t qs[4][8][4];      /* [step k][row]: bytes 4k..4k+3 */
+} block_q5_0_x8;
+
+static size_t pack_q5_0_x8(int64_t n, const void *w, size_t stride, void *dst) {
+    int64_t nb = n / 32;
+    if (dst)
+        for (int64_t i = 0; i < nb; i++) {
+            block_q5_0_x8 *p = (block_q5_0_x8 *)dst + i;
+            memset(p->qh, 0, sizeof p->qh);
+            for (int r = 0; r < 8; r++) {
+                const block_q5_0 *a = (const block_q5_0 *)((const uint8_t *)w + (size_t)r * stride) + i;
+                uint32_t h;
+                memcpy(&h, a->qh, 4);
+                p->d[r] = a->d;
+                for (int k = 0; k < 4; k++) memcpy(p->qs[k][r], a->qs + 4 * k, 4);
+                for (int m = 0; m < 8; m++)
+                    for (int l = 0; l < 4; l++) p->qh[m] |= ((h >> (4 * m + l)) & 1u) << (4 * r + l);
+            }
+        }
+    return (size_t)nb * sizeof(block_q5_0_x8);
+}
+
+/* The 8-row tile against T (1 or 2) tokens. */
+static inline __attribute__((always_inline)) void q5_0_packed_tile(int64_t n, float *out, size_t out_stride,
+                                                                   const block_q5_0_x8 *p, const void *x,
+                                                                   size_t x_stride, const int T) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), b16 = _mm256_set1_epi8(16);
+    __m256 acc[2][8];
+    for (int t = 0; t < T; t++)
+        for (int m = 0; m < 8; m++) acc[t][m] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / 32; i++, p++) {
+        const block_q8_0 *y[2];
+        int32_t off[2][8];   /* 16 x each four-activation sum, by lane */
+        __m256 d[2];
+        __m256 xd = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d));
+        for (int l = 0; l < 3; l++) _mm_prefetch((const char *)p + PREFETCH_AHEAD + 64 * l, _MM_HINT_T0);
+        for (int t = 0; t < T; t++) {
+            y[t] = (const block_q8_0 *)((const uint8_t *)x + (size_t)t * x_stride) + i;
+            _mm256_storeu_si256((__m256i *)off[t], DOT_U8I8_4(b16, _mm256_loadu_si256((const __m256i *)y[t]->qs)));
+            d[t] = _mm256_mul_ps(xd, _mm256_set1_ps(LL_FP16(y[t]->d)));
+        }
+        #pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            __m256i q = _mm256_loadu_si256((const __m256i *)p->qs[k]);
+            __m256i nib[2] = {_mm256_and_si256(q, m4), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4)};
+            #pragma GCC unroll 2
+            for (int hf = 0; hf < 2; hf++) {
+                int m = k + 4 * hf;
+                __m256i u = _mm256_or_si256(nib[hf], _mm256_and_si256(bytes_from_bits((const uint8_t *)&p->qh[m]), b16));
+                for (int t = 0; t < T; t++) {
+                    int32_t yq;
+                    memcpy(&yq, y[t]->qs + 4 * m, 4);
+                    __m256i sum = _mm256_sub_epi32(DOT_U8I8_4(u, _mm256_set1_epi32(yq)), _mm256_set1_epi32(off[t][m]));
+                    acc[t][m] = _mm256_fmadd_ps(d[t], _mm256_cvtepi32_ps(sum), acc[t][m]);
+                }
+            }
+        }
+    }
+    for (int t = 0; t < T; t++)   /* hsum8 of each row's eight lanes */
+        _mm256_storeu_ps(out + (size_t)t * out_stride,
+                         _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[t][0], acc[t][4]), _mm256_add_ps(acc[t][2], acc[t][6])),
+                                       _mm256_add_ps(_mm256_add_ps(acc[t][1], acc[t][5]), _mm256_add_ps(acc[t][3], acc[t][7]))));
+}
+
+static void dot_q5_0_packed(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
+                            int n_tok) {
+    int t = 0;
+    for (; t + 2 <= n_tok; t += 2)
+        q5_0_packed_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 2);
+    for (; t < n_tok; t++)
+        q5_0_packed_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 1);
+}
+
+#ifdef LL_AVX512
+/* The same over two adjacent tiles in 512-bit vectors (16 rows, one per lane group); the
+ * fifth bits become one 64-bit mask per lane. */
+static inline __attribute__((always_inline)) void q5_0_packed_tile16(int64_t n, float *out, size_t out_stride,
+                                                                     const block_q5_0_x8 *pa, const void *x,
+                                                                     size_t x_stride, const int T) {
+    const block_q5_0_x8 *pb = pa + n / 32;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), b16 = _mm512_set1_epi8(16);
+    __m512 acc[2][8];
+    for (int t = 0; t < T; t++)
+        for (int m = 0; m < 8; m++) acc[t][m] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n / 32; i++, pa++, pb++) {
+        const block_q8_0 *y[2];
+        int32_t off[2][8];
+        __m512 d[2];
+        __m512 xd = _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)pa->d)),
+                                                            _mm_loadu_si128((const __m128i *)pb->d), 1));
+        for (int l = 0; l < 3; l++) prefetch_pair(pa, pb, l);
+        for (int t = 0; t < T; t++) {
+            y[t] = (const block_q8_0 *)((const uint8_t *)x + (size_t)t * x_stride) + i;
+            _mm256_storeu_si256((__m256i *)off[t], DOT_U8I8_4(_mm256_set1_epi8(16), _mm256_loadu_si256((const __m256i *)y[t]->qs)));
+            d[t] = _mm512_mul_ps(xd, _mm512_set1_ps(LL_FP16(y[t]->d)));
+        }
+        #pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            __m512i q = load_pair(pa->qs[k], pb->qs[k]);
+            __m512i nib[2] = {_mm512_and_si512(q, m4), _mm512_and_si512(_mm512_srli_epi16(q, 4), m4)};
+            #pragma GCC unroll 2
+            for (int hf = 0; hf < 2; hf++) {
+                int m = k + 4 * hf;
+                __mmask64 hb = _cvtu64_mask64((uint64_t)pa->qh[m] | (uint64_t)pb->qh[m] << 32);
+                __m512i u = _mm512_mask_add_epi8(nib[hf], hb, nib[hf], b16);
+                for (int t = 0; t < T; t++) {
+                    int32_t yq;
+                    memcpy(&yq, y[t]->qs + 4 * m, 4);
+                    __m512i sum = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), u, _mm512_set1_epi32(yq)),
+                                                   _mm512_set1_epi32(off[t][m]));
+                    acc[t][m] = _mm512_fmadd_ps(d[t], _mm512_cvtepi32_ps(sum), acc[t][m]);
+                }
+            }
+        }
+    }
+    for (int t = 0; t < T; t++)
+        _mm512_storeu_ps(out + (size_t)t * out_stride,
+                         _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][4]), _mm512_add_ps(acc[t][2], acc[t][6])),
+                                       _mm512_add_ps(_mm512_add_ps(acc[t][1], acc[t][5]), _mm512_add_ps(acc[t][3], acc[t][7]))));
+}
+
+static void dot_q5_0_packed2(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
+                             int n_tok) {
+    int t = 0;
+    for (; t + 2 <= n_tok; t += 2)
+        q5_0_packed_tile16(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 2);
+    for (; t < n_tok; t++)
+        q5_0_packed_tile16(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 1);
+}
+#endif
+
 /* Four 8-lane int32 vectors -> one vector of their four totals (exact). */
 static inline __m128i sum8x4(const __m256i v[4]) {
     __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
@@ -1314,6 +1454,11 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->vec_dot[LLAMBDA_TYPE_Q4_0] = dot_q4_0;
     k->vec_dot[LLAMBDA_TYPE_Q5_0] = dot_q5_0;
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q5_0] = dot_q5_0_x8_t4;
+    k->pack_x8[LLAMBDA_TYPE_Q5_0] = pack_q5_0_x8;
+    k->dot_packed[LLAMBDA_TYPE_Q5_0] = dot_q5_0_packed;
+#ifdef LL_AVX512
+    k->dot_packed2[LLAMBDA_TYPE_Q5_0] = dot_q5_0_packed2;
+#endif
     k->vec_dot[LLAMBDA_TYPE_Q4_K] = ll_avx2_dot_q4_K;
     k->vec_dot_x8[LLAMBDA_TYPE_Q4_K] = dot_q4_K_x8;
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q4_K] = dot_q4_K_x8_t4;
