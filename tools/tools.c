@@ -583,8 +583,10 @@ int cmd_bench(int argc, char **argv) {
     uint64_t r = 42;
     for (int i = 0; i < n_toks; i++) { r = r * 6364136223846793005ull + 1442695040888963407ull; toks[i] = (int32_t)((r >> 33) % (uint64_t)V); }
     double *pps = calloc((size_t)reps, sizeof *pps), *tgs = calloc((size_t)reps, sizeof *tgs);
-    /* warm-up: touch the weights once */
-    llambda_status st = llambda_eval(c, toks, n_toks < 16 ? n_toks : 16);
+    /* warm-up, as llama-bench does it: one untimed prompt of the same size (an MoE file's
+     * experts are all touched, not just those 16 tokens would pick), then one token */
+    llambda_status st = llambda_eval(c, toks, pp > 0 ? pp : 1);
+    if (!st && tg > 0) { llambda_context_reset(c); st = llambda_eval(c, toks, 1); }
     for (int k = 0; k < reps && !st; k++) {
         if (pp > 0) {
             llambda_context_reset(c);
