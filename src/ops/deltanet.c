@@ -2,7 +2,8 @@
  * conv (no bias) with SiLU, L2-normalised q and k, beta = ll_sigmoid(b), decay from
  * ssm_a·ll_softplus(a + dt_bias), the delta-rule update of a per-value-head S×S memory with
  * the read-out after the update (scaled by 1/sqrt(S)), gated RMSNorm with SiLU(z), and
- * the output projection. Tokens are walked in order, so batching never changes the state. */
+ * the output projection. Each head walks the tokens in order, so batching never changes
+ * the state. */
 #include "../model.h"
 
 
@@ -14,22 +15,25 @@ static void l2_normalize(float *x, int n, float eps) {
     for (int i = 0; i < n; i++) x[i] *= scale;
 }
 
-/* One token through the value heads: each updates its own S×S memory. */
+/* The value heads over a run of tokens: each updates its own S×S memory, tokens in order. */
 typedef struct dn_heads {
     const ll_kernels *kn;
-    int S, r, Hv;
-    const float *ba, *A, *dtb, *q, *k, *v, *z, *nw;
+    int S, r, Hv, n;
+    const float *ba, *A, *dtb, *q, *k, *v, *z, *nw;   /* token 0's; per-token strides below */
+    size_t ba_stride, qkv_stride, z_stride, y_stride;
     float *M, *y;
     float inv_sqrt_s, eps;
 } dn_heads;
 
-static void dn_head(const dn_heads *d, int hv) {
+static void dn_head(const dn_heads *d, int hv, int t) {
     int S = d->S, r = d->r, g = hv / r;
+    const float *ba = d->ba + (size_t)t * d->ba_stride, *z = d->z + (size_t)t * d->z_stride;
     /* b and a of value head hv, key-group-major: [b of the group's r heads, a of them] */
-    float b = d->ba[g * 2 * r + (hv % r)], a = d->ba[g * 2 * r + r + (hv % r)];
+    float b = ba[g * 2 * r + (hv % r)], a = ba[g * 2 * r + r + (hv % r)];
     float beta = ll_sigmoid(b), decay = expf(d->A[hv] * ll_softplus(a + d->dtb[hv]));
-    const float *kh = d->k + g * S, *qh = d->q + g * S, *vh = d->v + hv * S;
-    float *Mh = d->M + (size_t)hv * S * S, *o = d->y + hv * S;
+    size_t qo = (size_t)t * d->qkv_stride;
+    const float *kh = d->k + qo + g * S, *qh = d->q + qo + g * S, *vh = d->v + qo + hv * S;
+    float *Mh = d->M + (size_t)hv * S * S, *o = d->y + (size_t)t * d->y_stride + hv * S;
     for (size_t i = 0; i < (size_t)S * S; i++) Mh[i] *= decay;
     for (int j = 0; j < S; j++) {
         float *row = Mh + (size_t)j * S, pred, rd;
@@ -43,12 +47,53 @@ static void dn_head(const dn_heads *d, int hv) {
     double ss = 0;
     for (int j = 0; j < S; j++) ss += (double)(o[j] * o[j]);
     float sc = 1.0f / sqrtf((float)(ss / S) + d->eps);
-    for (int j = 0; j < S; j++) o[j] = ((o[j] * sc) * d->nw[j]) * ll_silu(d->z[hv * S + j]);
+    for (int j = 0; j < S; j++) o[j] = ((o[j] * sc) * d->nw[j]) * ll_silu(z[hv * S + j]);
 }
 
 static void dn_heads_task(void *arg, int ith, int nth) {
     const dn_heads *d = arg;
-    for (int hv = ith; hv < d->Hv; hv += nth) dn_head(d, hv);
+    for (int hv = ith; hv < d->Hv; hv += nth)
+        for (int t = 0; t < d->n; t++) dn_head(d, hv, t);
+}
+
+/* The causal conv with SiLU for every token of the run, S channels a unit (a q or k group,
+ * or S value channels), units split across threads. Token t sees inputs t-K+1..t: the
+ * first from the conv state, the rest from the run; the fused multiply-adds in tap order,
+ * as one token at a time would do them. q and k groups are then L2-normalised per token,
+ * and each channel's state keeps its last K-1 inputs. */
+typedef struct dn_conv {
+    const float *x;       /* [n][conv_dim] projected inputs */
+    const float *w;       /* [conv_dim][K] */
+    float *cs;            /* [K-1][conv_dim] state */
+    float *co;            /* [n][conv_dim] outputs */
+    int n, K, S, conv_dim, n_qk_units;
+    float eps;
+} dn_conv;
+
+static void dn_conv_task(void *arg, int ith, int nth) {
+    const dn_conv *d = arg;
+    int K = d->K, S = d->S, C = d->conv_dim, units = C / S;
+    for (int u = ith; u < units; u += nth) {
+        for (int ch = u * S; ch < (u + 1) * S; ch++) {
+            const float *w = d->w + (size_t)ch * K;
+            for (int t = 0; t < d->n; t++) {
+                float sum = 0.0f;
+                for (int k = 0; k < K - 1; k++) {
+                    int idx = t - (K - 1) + k;   /* input index: negative ones are in the state */
+                    float in = idx < 0 ? d->cs[(size_t)(idx + K - 1) * C + ch] : d->x[(size_t)idx * C + ch];
+                    sum = fmaf(in, w[k], sum);
+                }
+                sum = fmaf(d->x[(size_t)t * C + ch], w[K - 1], sum);
+                d->co[(size_t)t * C + ch] = ll_silu(sum);
+            }
+            for (int k = 0; k < K - 1; k++) {   /* the new state: inputs n-K+1..n-1 */
+                int idx = d->n - (K - 1) + k;
+                d->cs[(size_t)k * C + ch] = idx < 0 ? d->cs[(size_t)(idx + K - 1) * C + ch] : d->x[(size_t)idx * C + ch];
+            }
+        }
+        if (u < d->n_qk_units)
+            for (int t = 0; t < d->n; t++) l2_normalize(d->co + (size_t)t * C + (size_t)u * S, S, d->eps);
+    }
 }
 
 void ll_deltanet(struct llambda_context *c, const ll_layer *Y, int layer, const float *u, int n, float *out) {
@@ -56,8 +101,7 @@ void ll_deltanet(struct llambda_context *c, const ll_layer *Y, int layer, const 
     const ll_kernels *kn = ll_kernels_get();
     int S = h->ssm_d_state, Hk = h->ssm_n_group, Hv = h->ssm_n_head, K = h->ssm_conv_k, r = Hv / Hk;
     int key_dim = Hk * S, value_dim = Hv * S, conv_dim = 2 * key_dim + value_dim;
-    /* arch_buf per token: qkv [conv_dim] | z [value_dim] | ba [2 Hv] | conv out [conv_dim] | y [value_dim] */
-    size_t per = (size_t)h->arch_scratch;
+    /* arch_buf: [n][2 key_dim + 2 value_dim] (the legacy split) | [n][2 Hv] ba | [n][conv_dim] conv out */
     float *buf = c->arch_buf;
     float *cs = c->conv_state[layer], *M = c->ssm_state[layer];
     const float *cw = (const float *)Y->ssm_conv.data, *A = (const float *)Y->ssm_a.data, *dtb = (const float *)Y->ssm_dt_b.data;
@@ -86,26 +130,11 @@ void ll_deltanet(struct llambda_context *c, const ll_layer *Y, int layer, const 
     float *ba0 = buf + (size_t)n * (size_t)(2 * key_dim + 2 * value_dim);   /* after the legacy area */
     ll_matmul(c, &Y->ssm_ba, u, n, ba0);
     float *ys = c->att;   /* [n][value_dim] gated outputs */
-    float inv_sqrt_s = 1.0f / sqrtf((float)S);
-    for (int t = 0; t < n; t++) {
-        float *x = qkv0 + (size_t)t * conv_dim, *z = z0 + (size_t)t * value_dim, *ba = ba0 + (size_t)t * 2 * Hv;
-        float *co = buf + per * 0 + (size_t)n * (size_t)(2 * key_dim + 2 * value_dim) + (size_t)n * 2 * Hv; /* conv out, one token */
-        (void)per;
-        for (int ch = 0; ch < conv_dim; ch++) {
-            const float *w = cw + (size_t)ch * K;
-            float sum = 0.0f;
-            for (int k = 0; k < K - 1; k++) sum = fmaf(cs[(size_t)k * conv_dim + ch], w[k], sum);
-            sum = fmaf(x[ch], w[K - 1], sum);
-            co[ch] = ll_silu(sum);
-        }
-        if (K > 1) {
-            memmove(cs, cs + conv_dim, (size_t)(K - 2) * conv_dim * sizeof *cs);
-            memcpy(cs + (size_t)(K - 2) * conv_dim, x, (size_t)conv_dim * sizeof *cs);
-        }
-        float *q = co, *k = co + key_dim, *v = co + 2 * key_dim;
-        for (int g = 0; g < Hk; g++) { l2_normalize(q + g * S, S, h->eps); l2_normalize(k + g * S, S, h->eps); }
-        dn_heads d = {kn, S, r, Hv, ba, A, dtb, q, k, v, z, nw, M, ys + (size_t)t * value_dim, inv_sqrt_s, h->eps};
-        ll_pool_run(c->pool, dn_heads_task, &d);   /* value heads are independent: split across threads */
-    }
+    float *co = ba0 + (size_t)n * 2 * Hv;   /* [n][conv_dim] conv outputs */
+    dn_conv cv = {qkv0, cw, cs, co, n, K, S, conv_dim, 2 * Hk, h->eps};
+    ll_pool_run(c->pool, dn_conv_task, &cv);
+    dn_heads d = {kn, S, r, Hv, n, ba0, A, dtb, co, co + key_dim, co + 2 * key_dim, z0, nw,
+                  (size_t)2 * Hv, (size_t)conv_dim, (size_t)value_dim, (size_t)value_dim, M, ys, 1.0f / sqrtf((float)S), h->eps};
+    ll_pool_run(c->pool, dn_heads_task, &d);   /* value heads are independent: split across threads */
     ll_matmul(c, &Y->ssm_out, ys, n, out);
 }
