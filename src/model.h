@@ -240,6 +240,9 @@ void ll_moe_route(const ll_moe *e, const float *logits, int n, float *probs, int
 void ll_moe_forward(struct llambda_context *c, const ll_moe *e, const float *router_in, const float *x, int n, float *out);
 /* Mamba-2 mixer for n tokens of normalised input u [n][E]; out [n][E]; state advances. */
 void ll_mamba2(struct llambda_context *c, const ll_layer *Y, int layer, const float *u, int n, float *out);
+/* the recurrent mixers' causal conv + SiLU over a run of tokens (src/ops/ssm.c) */
+void ll_conv_silu(struct llambda_context *c, const float *x, size_t x_stride, const float *w, const float *bias, float *cs,
+                  float *co, int n, int K, int C, int unit, int n_norm, float eps);
 /* Gated DeltaNet mixer (qwen3next) for n tokens of normalised input u; out [n][E]. */
 void ll_deltanet(struct llambda_context *c, const ll_layer *Y, int layer, const float *u, int n, float *out);
 /* Bind a stacked [ne0, ne1, ne2] tensor (experts). */

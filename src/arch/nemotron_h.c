@@ -64,6 +64,7 @@ static llambda_status nemotron_hparams(llambda_model *m) {
             h->rs_conv_l[l] = (h->ssm_conv_k - 1) * ch;
             h->rs_state_l[l] = h->ssm_d_inner * h->ssm_d_state;
         }
+    h->arch_scratch = ch;   /* per token: the Mamba-2 conv outputs of a run */
     h->head_dim = D; h->n_head_kv = n_attn ? h->n_head_kv_l[0] : 0;
     h->rope_type = LL_ROPE_NONE;
     h->rope_freq_scale = 1.0f; h->rope_attn_factor = 1.0f;

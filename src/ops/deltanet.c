@@ -7,14 +7,6 @@
 #include "../model.h"
 
 
-/* x / max(||x||, eps), squares summed in double */
-static void l2_normalize(float *x, int n, float eps) {
-    double s = 0;
-    for (int i = 0; i < n; i++) s += (double)(x[i] * x[i]);
-    float scale = 1.0f / fmaxf(sqrtf((float)s), eps);
-    for (int i = 0; i < n; i++) x[i] *= scale;
-}
-
 /* The value heads over a run of tokens: each updates its own S×S memory, tokens in order. */
 typedef struct dn_heads {
     const ll_kernels *kn;
@@ -56,46 +48,6 @@ static void dn_heads_task(void *arg, int ith, int nth) {
         for (int t = 0; t < d->n; t++) dn_head(d, hv, t);
 }
 
-/* The causal conv with SiLU for every token of the run, S channels a unit (a q or k group,
- * or S value channels), units split across threads. Token t sees inputs t-K+1..t: the
- * first from the conv state, the rest from the run; the fused multiply-adds in tap order,
- * as one token at a time would do them. q and k groups are then L2-normalised per token,
- * and each channel's state keeps its last K-1 inputs. */
-typedef struct dn_conv {
-    const float *x;       /* [n][conv_dim] projected inputs */
-    const float *w;       /* [conv_dim][K] */
-    float *cs;            /* [K-1][conv_dim] state */
-    float *co;            /* [n][conv_dim] outputs */
-    int n, K, S, conv_dim, n_qk_units;
-    float eps;
-} dn_conv;
-
-static void dn_conv_task(void *arg, int ith, int nth) {
-    const dn_conv *d = arg;
-    int K = d->K, S = d->S, C = d->conv_dim, units = C / S;
-    for (int u = ith; u < units; u += nth) {
-        for (int ch = u * S; ch < (u + 1) * S; ch++) {
-            const float *w = d->w + (size_t)ch * K;
-            for (int t = 0; t < d->n; t++) {
-                float sum = 0.0f;
-                for (int k = 0; k < K - 1; k++) {
-                    int idx = t - (K - 1) + k;   /* input index: negative ones are in the state */
-                    float in = idx < 0 ? d->cs[(size_t)(idx + K - 1) * C + ch] : d->x[(size_t)idx * C + ch];
-                    sum = fmaf(in, w[k], sum);
-                }
-                sum = fmaf(d->x[(size_t)t * C + ch], w[K - 1], sum);
-                d->co[(size_t)t * C + ch] = ll_silu(sum);
-            }
-            for (int k = 0; k < K - 1; k++) {   /* the new state: inputs n-K+1..n-1 */
-                int idx = d->n - (K - 1) + k;
-                d->cs[(size_t)k * C + ch] = idx < 0 ? d->cs[(size_t)(idx + K - 1) * C + ch] : d->x[(size_t)idx * C + ch];
-            }
-        }
-        if (u < d->n_qk_units)
-            for (int t = 0; t < d->n; t++) l2_normalize(d->co + (size_t)t * C + (size_t)u * S, S, d->eps);
-    }
-}
-
 void ll_deltanet(struct llambda_context *c, const ll_layer *Y, int layer, const float *u, int n, float *out) {
     const ll_hparams *h = &c->m->hp;
     const ll_kernels *kn = ll_kernels_get();
@@ -131,8 +83,8 @@ void ll_deltanet(struct llambda_context *c, const ll_layer *Y, int layer, const 
     ll_matmul(c, &Y->ssm_ba, u, n, ba0);
     float *ys = c->att;   /* [n][value_dim] gated outputs */
     float *co = ba0 + (size_t)n * 2 * Hv;   /* [n][conv_dim] conv outputs */
-    dn_conv cv = {qkv0, cw, cs, co, n, K, S, conv_dim, 2 * Hk, h->eps};
-    ll_pool_run(c->pool, dn_conv_task, &cv);
+    /* conv + SiLU of all tokens, S channels a unit; q and k groups then L2-normalised */
+    ll_conv_silu(c, qkv0, (size_t)conv_dim, cw, NULL, cs, co, n, K, conv_dim, S, 2 * Hk, h->eps);
     dn_heads d = {kn, S, r, Hv, n, ba0, A, dtb, co, co + key_dim, co + 2 * key_dim, z0, nw,
                   (size_t)2 * Hv, (size_t)conv_dim, (size_t)value_dim, (size_t)value_dim, M, ys, 1.0f / sqrtf((float)S), h->eps};
     ll_pool_run(c->pool, dn_heads_task, &d);   /* value heads are independent: split across threads */

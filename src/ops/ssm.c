@@ -1,34 +1,93 @@
 /* Mamba-2 mixer (nemotron-h-moe.md §3.1): input projection into z, xBC, dt; causal
  * depthwise conv over xBC with a rolling state, SiLU; the selective scan per head with
  * grouped B/C; D skip; y ⊙ SiLU(z); grouped RMSNorm; output projection.
- * Projections run as one matmul over the batch; the conv and scan walk the tokens in
- * order, so any batch split gives the same state and outputs.
+ * Projections run as one matmul over the batch; the conv and each head's scan walk the
+ * tokens in order, so any batch split gives the same state and outputs.
  * The scan reduces each output over the state in llama.cpp's AVX-512 layout (4 x 16
  * lanes, fused accumulation, halves reduced), so results match its CPU kernel. */
 #include "../model.h"
 
 
-/* The selective scan of one token, head by head: each head owns its P state rows. */
+/* The causal depthwise conv with SiLU of both recurrent mixers, for every token of a run,
+ * channels split across threads a unit at a time. Token t sees inputs t-K+1..t, the first
+ * from the conv state, the rest from the run, taps in order as one token at a time would
+ * add them; each channel's state then keeps its last K-1 inputs. The first n_norm units
+ * are L2-normalised per token afterwards (DeltaNet's q and k groups). */
+typedef struct conv_run {
+    const float *x;          /* token t's inputs at x + t·x_stride */
+    size_t x_stride;
+    const float *w, *bias;   /* [C][K] taps; bias or NULL */
+    float *cs, *co;          /* [K-1][C] state; [n][C] outputs */
+    int n, K, C, unit, n_norm;
+    float eps;
+} conv_run;
+
+static void l2_normalize(float *x, int n, float eps) {   /* x / max(||x||, eps), squares summed in double */
+    double s = 0;
+    for (int i = 0; i < n; i++) s += (double)(x[i] * x[i]);
+    float scale = 1.0f / fmaxf(sqrtf((float)s), eps);
+    for (int i = 0; i < n; i++) x[i] *= scale;
+}
+
+static void conv_task(void *arg, int ith, int nth) {
+    const conv_run *d = arg;
+    int K = d->K, C = d->C, units = (C + d->unit - 1) / d->unit;
+    for (int u = ith; u < units; u += nth) {
+        int end = (u + 1) * d->unit < C ? (u + 1) * d->unit : C;
+        for (int ch = u * d->unit; ch < end; ch++) {
+            const float *w = d->w + (size_t)ch * K;
+            for (int t = 0; t < d->n; t++) {
+                float sum = 0.0f;
+                for (int k = 0; k < K - 1; k++) {
+                    int idx = t - (K - 1) + k;   /* input index: negative ones are in the state */
+                    sum = fmaf(idx < 0 ? d->cs[(size_t)(idx + K - 1) * C + ch] : d->x[(size_t)idx * d->x_stride + ch], w[k], sum);
+                }
+                sum = fmaf(d->x[(size_t)t * d->x_stride + ch], w[K - 1], sum);
+                d->co[(size_t)t * C + ch] = ll_silu(d->bias ? sum + d->bias[ch] : sum);
+            }
+            for (int k = 0; k < K - 1; k++) {   /* the new state: inputs n-K+1..n-1, oldest first */
+                int idx = d->n - (K - 1) + k;
+                d->cs[(size_t)k * C + ch] = idx < 0 ? d->cs[(size_t)(idx + K - 1) * C + ch] : d->x[(size_t)idx * d->x_stride + ch];
+            }
+        }
+        if (u < d->n_norm)
+            for (int t = 0; t < d->n; t++) l2_normalize(d->co + (size_t)t * C + (size_t)u * d->unit, d->unit, d->eps);
+    }
+}
+
+void ll_conv_silu(struct llambda_context *c, const float *x, size_t x_stride, const float *w, const float *bias, float *cs,
+                  float *co, int n, int K, int C, int unit, int n_norm, float eps) {
+    conv_run d = {x, x_stride, w, bias, cs, co, n, K, C, unit, n_norm, eps};
+    ll_pool_run(c->pool, conv_task, &d);
+}
+
+/* The selective scan of a run of tokens, head by head: each head owns its P state rows and
+ * walks the tokens in order. */
 typedef struct ssm_heads {
     const ll_kernels *kn;
-    int P, N, heads_per_group, H;
-    const float *x, *B, *C, *dt, *dtb, *A, *D;
+    int P, N, heads_per_group, H, n;
+    const float *xs, *dt, *dtb, *A, *D;   /* token t: xs + t·CH (x | B | C), dt + t·W */
+    size_t xs_stride, dt_stride, y_stride;
+    int d_in, GN;
     float *ss, *y;
 } ssm_heads;
 
 static void ssm_heads_task(void *arg, int ith, int nth) {
     const ssm_heads *s = arg;
-    for (int hh = ith; hh < s->H; hh += nth) {
-        float dsp = ll_softplus(s->dt[hh] + s->dtb[hh]);
-        float dA = expf(dsp * s->A[hh]);
-        int g = hh / s->heads_per_group;
-        const float *Bg = s->B + (size_t)g * s->N, *Cg = s->C + (size_t)g * s->N;
-        for (int p = 0; p < s->P; p++) {
-            int ii = hh * s->P + p;
-            float xdt = s->x[ii] * dsp;
-            s->y[ii] = s->kn->ssm_scan(s->ss + (size_t)ii * s->N, Bg, Cg, dA, xdt, s->N) + s->x[ii] * s->D[hh];
+    for (int hh = ith; hh < s->H; hh += nth)
+        for (int t = 0; t < s->n; t++) {
+            const float *x = s->xs + (size_t)t * s->xs_stride, *B = x + s->d_in, *Cm = B + s->GN;
+            float *y = s->y + (size_t)t * s->y_stride;
+            float dsp = ll_softplus(s->dt[(size_t)t * s->dt_stride + hh] + s->dtb[hh]);
+            float dA = expf(dsp * s->A[hh]);
+            int g = hh / s->heads_per_group;
+            const float *Bg = B + (size_t)g * s->N, *Cg = Cm + (size_t)g * s->N;
+            for (int p = 0; p < s->P; p++) {
+                int ii = hh * s->P + p;
+                float xdt = x[ii] * dsp;
+                y[ii] = s->kn->ssm_scan(s->ss + (size_t)ii * s->N, Bg, Cg, dA, xdt, s->N) + x[ii] * s->D[hh];
+            }
         }
-    }
 }
 
 void ll_mamba2(struct llambda_context *c, const ll_layer *Y, int layer, const float *u, int n, float *out) {
@@ -39,28 +98,18 @@ void ll_mamba2(struct llambda_context *c, const ll_layer *Y, int layer, const fl
     float *cs = c->conv_state[layer], *ss = c->ssm_state[layer];
     const float *cw = (const float *)Y->ssm_conv.data, *cb = (const float *)Y->ssm_conv_b.data;
     const float *dtb = (const float *)Y->ssm_dt_b.data, *A = (const float *)Y->ssm_a.data, *D = (const float *)Y->ssm_d.data;
-    float *xs = c->att;                          /* [CH] conv output of one token */
+    float *xs = c->arch_buf;                     /* [n][CH] conv outputs */
     ll_matmul(c, &Y->ssm_in, u, n, proj);
+    ll_conv_silu(c, proj + d_in, (size_t)W, cw, cb, cs, xs, n, K, CH, 64, 0, 0.0f);
+    ssm_heads sh = {ll_kernels_get(), P, N, heads_per_group, H, n, xs, proj + d_in + CH, dtb, A, D,
+                    (size_t)CH, (size_t)W, (size_t)d_in, d_in, G * N, ss, ys};
+    ll_pool_run(c->pool, ssm_heads_task, &sh);   /* heads are independent: split across threads */
+    const float *nw = (const float *)Y->ssm_norm.data;
     for (int t = 0; t < n; t++) {
-        float *z = proj + (size_t)t * W, *xbc = z + d_in, *dt = xbc + CH, *y = ys + (size_t)t * d_in;
-        /* causal conv: window = K-1 stored inputs (oldest first) then this token's */
-        for (int ch = 0; ch < CH; ch++) {
-            const float *w = cw + (size_t)ch * K;
-            float sum = 0.0f;
-            for (int k = 0; k < K - 1; k++) sum = fmaf(cs[(size_t)k * CH + ch], w[k], sum);
-            sum = fmaf(xbc[ch], w[K - 1], sum);
-            xs[ch] = ll_silu(sum + cb[ch]);
-        }
-        if (K > 1) {
-            memmove(cs, cs + CH, (size_t)(K - 2) * CH * sizeof *cs);
-            memcpy(cs + (size_t)(K - 2) * CH, xbc, (size_t)CH * sizeof *cs);
-        }
-        ssm_heads sh = {ll_kernels_get(), P, N, heads_per_group, H, xs, xs + d_in, xs + d_in + G * N, dt, dtb, A, D, ss, y};
-        ll_pool_run(c->pool, ssm_heads_task, &sh);   /* heads are independent: split across threads */
+        float *z = proj + (size_t)t * W, *y = ys + (size_t)t * d_in;
         /* gate: y ⊙ ll_silu(z), written into z, then the grouped norm */
         ll_swiglu(z, y, d_in);
         ll_rms_norm_rows(y, z, NULL, d_in / G, G, h->eps);
-        const float *nw = (const float *)Y->ssm_norm.data;
         for (int i = 0; i < d_in; i++) y[i] *= nw[i];
     }
     ll_matmul(c, &Y->ssm_out, ys, n, out);
