@@ -210,10 +210,10 @@ int main(void) {
             K[i] = ll_fp32_to_fp16(frand() * (i % 37 == 0 ? 4.f : 1.f));
             V[i] = ll_fp32_to_fp16(frand() * 2.f);
         }
-        const int dims[] = {64, 128, 256, 512, 40};
+        const int dims[] = {64, 128, 256, 512, 40, 32, 200};
         const int counts[] = {1, 63, 64, 65, 150};
         int cases = 0, bad = 0;
-        for (int di = 0; di < 5; di++)
+        for (int di = 0; di < 7; di++)
             for (int nh = 1; nh <= 4; nh++)
                 for (int ci = 0; ci < 5; ci++) {
                     int D = dims[di], W = 2 * D, n = counts[ci], first = ci == 4 ? 0 : 120;

@@ -1354,9 +1354,13 @@ static void attend_f16(const uint16_t *q16, const uint16_t *K, const uint16_t *V
             if (D == 64) att_accumulate(accf[h], V, W, first, ring, c0, m, ms[h], vs[h], 8, 1, 512);
             else if (D == 128) att_accumulate(accf[h], V, W, first, ring, c0, m, ms[h], vs[h], 16, 1, 512);
             else if (D == 256) att_accumulate(accf[h], V, W, first, ring, c0, m, ms[h], vs[h], 32, 1, 512);
-            else
-                for (int b0 = 0; b0 < nv; b0 += 8)   /* other sizes: 64 dims a pass */
+            else {   /* other sizes: 64 dims a pass, then 8 at a time */
+                int b0 = 0;
+                for (; b0 + 8 <= nv; b0 += 8)
                     att_accumulate(accf[h] + 8 * b0, V + 8 * b0, W, first, ring, c0, m, ms[h], vs[h], 8, 1, 512);
+                for (; b0 < nv; b0++)
+                    att_accumulate(accf[h] + 8 * b0, V + 8 * b0, W, first, ring, c0, m, ms[h], vs[h], 1, 1, 512);
+            }
         }
     }
     for (int h = 0; h < nh; h++) {
