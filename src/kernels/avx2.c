@@ -199,6 +199,8 @@ static void dot_q8_0(int64_t n, float *s, const void *w, const void *x) {
     *s = hsum8(acc);
 }
 
+#define PREFETCH_AHEAD 16384   /* bytes ahead in the weight stream */
+
 /* 16 packed nibble bytes -> 32 bytes: low nibbles first, then high nibbles */
 static inline __m256i unpack_nibbles(const uint8_t *p) {
     __m128i v = _mm_loadu_si128((const __m128i *)p);
@@ -228,15 +230,16 @@ static inline __m256i bytes_from_bits(const uint8_t *p) {
     return _mm256_cmpeq_epi8(_mm256_and_si256(rep, bit), bit);
 }
 
-/* The 32 signed quants of block i of a Q8_0 or Q5_0 row. */
-static inline __attribute__((always_inline)) __m256i q8_block_quants(int type, const uint8_t *row, int64_t i, float *d) {
+/* The 32 signed quants of block i of a Q8_0 or Q5_0 row whose blocks are bs bytes apart
+ * (the block size, or eight blocks in a repacked Q8_0 tile). */
+static inline __attribute__((always_inline)) __m256i q8_block_quants(int type, const uint8_t *row, size_t bs, int64_t i, float *d) {
     if (type == LLAMBDA_TYPE_Q5_0) {
-        const block_q5_0 *a = (const block_q5_0 *)row + i;
+        const block_q5_0 *a = (const block_q5_0 *)(row + (size_t)i * bs);
         const __m256i b16 = _mm256_set1_epi8(16);
         *d = LL_FP16(a->d);
         return _mm256_sub_epi8(_mm256_or_si256(unpack_nibbles(a->qs), _mm256_and_si256(bytes_from_bits(a->qh), b16)), b16);
     }
-    const block_q8_0 *a = (const block_q8_0 *)row + i;
+    const block_q8_0 *a = (const block_q8_0 *)(row + (size_t)i * bs);
     *d = LL_FP16(a->d);
     return _mm256_loadu_si256((const __m256i *)a->qs);
 }
@@ -248,7 +251,7 @@ static void dot_q5_0(int64_t n, float *s, const void *w, const void *x) {
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / 32; i++) {
         float xd;
-        __m256i q = q8_block_quants(LLAMBDA_TYPE_Q5_0, w, i, &xd);
+        __m256i q = q8_block_quants(LLAMBDA_TYPE_Q5_0, w, sizeof(block_q5_0), i, &xd);
         __m256 d = _mm256_set1_ps(xd * LL_FP16(b[i].d));
         acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_groups4(q, _mm256_loadu_si256((const __m256i *)b[i].qs))), acc);
     }
@@ -339,7 +342,6 @@ static void x8_t4_by_rows(ll_vec_dot_fn dot, int64_t n, float *out, size_t out_s
  * each block's integer lane sums in an L1-sized buffer; pass 2 reduces them per block and
  * applies the per-row fused multiply-adds, eight rows per vector. */
 #define X8_MAX_BLOCKS 64
-#define PREFETCH_AHEAD 16384   /* bytes ahead in the weight stream */
 static void dot_q4_K_x8(int64_t n, float *out, const void *w, size_t stride, const void *x) {
     const uint8_t *wb = w;
     const block_q8_K *b = x;
@@ -725,8 +727,9 @@ static inline __attribute__((always_inline)) void q6_K_packed_tile(int64_t n, fl
             sc[s] = _mm256_shuffle_epi8(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p->sc[s])), dup);
         #pragma GCC unroll 8
         for (int k = 0; k < 8; k++) {
-            _mm_prefetch((const char *)p + PREFETCH_AHEAD + 128 * k, _MM_HINT_T0);
-            _mm_prefetch((const char *)p + PREFETCH_AHEAD + 128 * k + 64, _MM_HINT_T0);
+            #pragma GCC unroll 4
+            for (int l = 0; l < 4; l++)   /* the whole 1680-byte block: 27 lines, 4 per step */
+                _mm_prefetch((const char *)p + PREFETCH_AHEAD + 64 * (4 * k + l), _MM_HINT_T0);
             __m256i lane[4];   /* lane k of dot_q6_K's sum, for the eight rows */
             #pragma GCC unroll 4
             for (int t = 0; t < T; t++) lane[t] = _mm256_setzero_si256();
@@ -891,8 +894,8 @@ static inline __attribute__((always_inline)) void q6_K_packed_tile16(int64_t n, 
         for (int sb = 0; sb < 16; sb++) sc[sb] = _mm512_shuffle_epi8(_mm512_cvtepi8_epi32(load_pair64(pa->sc[sb], pb->sc[sb])), dup);
         #pragma GCC unroll 8
         for (int k = 0; k < 8; k++) {
-            prefetch_pair(pa, pb, 2 * k);
-            prefetch_pair(pa, pb, 2 * k + 1);
+            #pragma GCC unroll 4
+            for (int l = 0; l < 4; l++) prefetch_pair(pa, pb, 4 * k + l);
             __m512i lane[2];
             #pragma GCC unroll 2
             for (int t = 0; t < T; t++) lane[t] = _mm512_setzero_si512();
@@ -948,7 +951,7 @@ static void dot_q6_K_packed2(int64_t n, float *out, size_t out_stride, const voi
  * weight block is loaded and made non-negative once for the four tokens. */
 #define Q8_0_MAX_BLOCKS 512   /* rows up to 16384 elements */
 static inline __attribute__((always_inline)) void q8_family_x8_t4(int type, ll_vec_dot_fn dot, int64_t n, float *out,
-                                                                  size_t out_stride, const void *w, size_t stride,
+                                                                  size_t out_stride, const void *w, size_t stride, size_t bs,
                                                                   const void *x, size_t x_stride) {
     const uint8_t *wb = w;
     int64_t nb = n / 32;
@@ -969,7 +972,7 @@ static inline __attribute__((always_inline)) void q8_family_x8_t4(int type, ll_v
         const block_q8_0 *yt[4] = {y0, y1, y2, y3};
         for (int64_t i = 0; i < nb; i++) {
             float xd0, xd1;
-            __m256i w0 = q8_block_quants(type, row0, i, &xd0), w1 = q8_block_quants(type, row1, i, &xd1);
+            __m256i w0 = q8_block_quants(type, row0, bs, i, &xd0), w1 = q8_block_quants(type, row1, bs, i, &xd1);
             __m512i wv = _mm512_inserti64x4(_mm512_castsi256_si512(w0), w1, 1), aw = _mm512_abs_epi8(wv);
             __mmask64 neg = _mm512_movepi8_mask(wv);   /* sign_epi8: y negated where w < 0 (w = 0 has |w| = 0) */
             __m512 xd = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(xd0), _mm512_set1_ps(xd1));
@@ -993,7 +996,7 @@ static inline __attribute__((always_inline)) void q8_family_x8_t4(int type, ll_v
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         for (int64_t i = 0; i < nb; i++) {
             float xd;
-            __m256i wv = q8_block_quants(type, row, i, &xd), aw = _mm256_sign_epi8(wv, wv);
+            __m256i wv = q8_block_quants(type, row, bs, i, &xd), aw = _mm256_sign_epi8(wv, wv);
 #define Q8_0_TOKEN(acc, yt, t)                                                                                      \
             {                                                                                                       \
                 __m256i p = DOT_U8I8_4(aw, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)yt[i].qs), wv));    \
@@ -1010,11 +1013,56 @@ static inline __attribute__((always_inline)) void q8_family_x8_t4(int type, ll_v
 }
 
 static void dot_q8_0_x8_t4(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, const void *x, size_t x_stride) {
-    q8_family_x8_t4(LLAMBDA_TYPE_Q8_0, dot_q8_0, n, out, out_stride, w, stride, x, x_stride);
+    q8_family_x8_t4(LLAMBDA_TYPE_Q8_0, dot_q8_0, n, out, out_stride, w, stride, sizeof(block_q8_0), x, x_stride);
 }
 
 static void dot_q5_0_x8_t4(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, const void *x, size_t x_stride) {
-    q8_family_x8_t4(LLAMBDA_TYPE_Q5_0, dot_q5_0, n, out, out_stride, w, stride, x, x_stride);
+    q8_family_x8_t4(LLAMBDA_TYPE_Q5_0, dot_q5_0, n, out, out_stride, w, stride, sizeof(block_q5_0), x, x_stride);
+}
+
+/* Q8_0 repacked: the blocks of a tile's eight rows interleaved (block i of rows 0..7,
+ * then block i + 1), each block unchanged. A tile is then one stream of memory, not eight:
+ * two threads read eight row streams at about half the rate of one (measured on a 374 MB
+ * output head: 30 GB/s unpacked, as fast as Q4_K's tiles once packed). */
+static size_t pack_q8_0_x8(int64_t n, const void *w, size_t stride, void *dst) {
+    int64_t nb = n / 32;
+    if (dst)
+        for (int64_t i = 0; i < nb; i++)
+            for (int r = 0; r < 8; r++)
+                memcpy((block_q8_0 *)dst + 8 * i + r, (const block_q8_0 *)((const uint8_t *)w + (size_t)r * stride) + i,
+                       sizeof(block_q8_0));
+    return (size_t)nb * 8 * sizeof(block_q8_0);
+}
+
+/* A repacked tile against one activation row: each row dot_q8_0's operations in its own
+ * accumulator, so its bits. */
+static void q8_0_packed_rows(int64_t n, float *out, const block_q8_0 *p, const block_q8_0 *y) {
+    __m256 acc[8];
+    for (int r = 0; r < 8; r++) acc[r] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / 32; i++, p += 8) {
+        #pragma GCC unroll 5
+        for (int l = 0; l < 5; l++)   /* the 272 bytes of the eight blocks */
+            _mm_prefetch((const char *)p + PREFETCH_AHEAD + 64 * l, _MM_HINT_T0);
+        __m256i yq = _mm256_loadu_si256((const __m256i *)y[i].qs);
+        float yd = LL_FP16(y[i].d);
+        #pragma GCC unroll 8
+        for (int r = 0; r < 8; r++) {
+            __m256 d = _mm256_set1_ps(LL_FP16(p[r].d) * yd);
+            acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_groups4(_mm256_loadu_si256((const __m256i *)p[r].qs), yq)), acc[r]);
+        }
+    }
+    for (int r = 0; r < 8; r++) out[r] = hsum8(acc[r]);
+}
+
+static void dot_q8_0_packed(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
+                            int n_tok) {
+    if (n_tok == 4 && n / 32 <= Q8_0_MAX_BLOCKS) {   /* the 8 x 4 tile, row r's blocks 8 blocks apart */
+        q8_family_x8_t4(LLAMBDA_TYPE_Q8_0, dot_q8_0, n, out, out_stride, tile, sizeof(block_q8_0), 8 * sizeof(block_q8_0),
+                        x, x_stride);
+        return;
+    }
+    for (int t = 0; t < n_tok; t++)
+        q8_0_packed_rows(n, out + (size_t)t * out_stride, tile, (const block_q8_0 *)((const uint8_t *)x + (size_t)t * x_stride));
 }
 
 /* Q5_0 repacked: eight rows interleaved four quants at a time. dot_q5_0's lane m holds
@@ -1470,6 +1518,8 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->dot_packed[LLAMBDA_TYPE_Q4_K] = dot_q4_K_packed;
     k->pack_x8[LLAMBDA_TYPE_Q6_K] = pack_q6_K_x8;
     k->dot_packed[LLAMBDA_TYPE_Q6_K] = dot_q6_K_packed;
+    k->pack_x8[LLAMBDA_TYPE_Q8_0] = pack_q8_0_x8;
+    k->dot_packed[LLAMBDA_TYPE_Q8_0] = dot_q8_0_packed;
 #ifdef LL_AVX512
     k->dot_packed2[LLAMBDA_TYPE_Q4_K] = dot_q4_K_packed2;
     k->dot_packed2[LLAMBDA_TYPE_Q6_K] = dot_q6_K_packed2;
