@@ -208,6 +208,16 @@ static void per_layer_block(struct llambda_context *c, const ll_layer *Y, int l,
     ll_add(c->x, c->xb2, (int64_t)n * E);
 }
 
+/* Final logit soft-capping, cap * tanh(logit / cap), over the vocabulary split across the
+ * pool (element by element: the same bits whatever the split). */
+typedef struct { float *x; size_t n; float inv, cap; } softcap_job;
+
+static void softcap_task(void *arg, int ith, int nth) {
+    softcap_job *j = arg;
+    for (size_t i = j->n * (size_t)ith / (size_t)nth; i < j->n * (size_t)(ith + 1) / (size_t)nth; i++)
+        j->x[i] = tanhf(j->x[i] * j->inv) * j->cap;
+}
+
 static llambda_status gemma4_forward(struct llambda_context *c, const int32_t *tokens, int n, int pos, float *logits, const uint8_t *want) {
     const llambda_model *m = c->m;
     const ll_hparams *h = &m->hp;
@@ -240,8 +250,8 @@ static llambda_status gemma4_forward(struct llambda_context *c, const int32_t *t
     if (h->logit_softcap > 0) {
         int n_out = 0;
         for (int t = 0; t < n; t++) n_out += want[t] != 0;
-        float cap = h->logit_softcap, inv = 1.0f / cap;
-        for (size_t i = 0; i < (size_t)n_out * h->n_vocab; i++) logits[i] = tanhf(logits[i] * inv) * cap;
+        softcap_job j = {logits, (size_t)n_out * h->n_vocab, 1.0f / h->logit_softcap, h->logit_softcap};
+        ll_pool_run(c->pool, softcap_task, &j);
     }
     return LLAMBDA_OK;
 }
