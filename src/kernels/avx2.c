@@ -725,6 +725,26 @@ static inline __attribute__((always_inline)) void q6_K_packed_tile(int64_t n, fl
         }
         for (int s = 0; s < 16; s++)
             sc[s] = _mm256_shuffle_epi8(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p->sc[s])), dup);
+#ifdef LL_AVX512
+        /* VNNI: each group's four products and its -32·(sum of the four y) in one dpbusd
+         * (int32, within int16 range), two groups' sums paired into int16 halves, and one
+         * dpwssd with the two groups' row scales: three multiplies per two groups instead
+         * of four; the same integers reach each lane. */
+        int32_t nofs[4][8][8];   /* [token][group][lane]: -32·(y[4k] + .. + y[4k+3]) */
+        __m256i scp[4][2];       /* [group pair][sub-block half]: rows' (scale of 2P, of 2P+1) */
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; t++)
+            for (int g = 0; g < 8; g++)
+                _mm256_storeu_si256((__m256i *)nofs[t][g],
+                                    _mm256_sub_epi32(_mm256_setzero_si256(),
+                                                     _mm256_dpbusd_epi32(_mm256_setzero_si256(), m32,
+                                                                         _mm256_loadu_si256((const __m256i *)(y[t]->qs + 32 * g)))));
+        for (int P = 0; P < 4; P++)
+            for (int h2 = 0; h2 < 2; h2++)
+                scp[P][h2] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)p->sc[4 * P + h2]),
+                                                                    _mm_loadl_epi64((const __m128i *)p->sc[4 * P + 2 + h2])));
+        (void)sc; (void)ofs;
+#endif
         #pragma GCC unroll 8
         for (int k = 0; k < 8; k++) {
             #pragma GCC unroll 4
@@ -739,11 +759,34 @@ static inline __attribute__((always_inline)) void q6_K_packed_tile(int64_t n, fl
                 __m256i B = _mm256_loadu_si256((const __m256i *)p->ql[h][k][1]);
                 __m256i H = _mm256_loadu_si256((const __m256i *)p->qh[h][k]);
                 __m256i v[4];
+#ifdef LL_AVX512   /* low | (high & 0x30) in one ternary-logic op */
+                v[0] = _mm256_ternarylogic_epi32(_mm256_and_si256(A, m4), _mm256_slli_epi16(H, 4), m30, 0xF8);
+                v[1] = _mm256_ternarylogic_epi32(_mm256_and_si256(B, m4), _mm256_slli_epi16(H, 2), m30, 0xF8);
+                v[2] = _mm256_ternarylogic_epi32(_mm256_and_si256(_mm256_srli_epi16(A, 4), m4), H, m30, 0xF8);
+                v[3] = _mm256_ternarylogic_epi32(_mm256_and_si256(_mm256_srli_epi16(B, 4), m4), _mm256_srli_epi16(H, 2), m30, 0xF8);
+#else
                 v[0] = _mm256_or_si256(_mm256_and_si256(A, m4), _mm256_and_si256(_mm256_slli_epi16(H, 4), m30));
                 v[1] = _mm256_or_si256(_mm256_and_si256(B, m4), _mm256_and_si256(_mm256_slli_epi16(H, 2), m30));
                 v[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(A, 4), m4), _mm256_and_si256(H, m30));
                 v[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(B, 4), m4),
                                        _mm256_and_si256(_mm256_srli_epi16(H, 2), m30));
+#endif
+#ifdef LL_AVX512
+                #pragma GCC unroll 2
+                for (int jp = 0; jp < 2; jp++) {
+                    int g = 4 * h + 2 * jp;
+                    #pragma GCC unroll 4
+                    for (int t = 0; t < T; t++) {
+                        int32_t y0, y1;
+                        memcpy(&y0, y[t]->qs + 32 * g + 4 * k, 4);
+                        memcpy(&y1, y[t]->qs + 32 * (g + 1) + 4 * k, 4);
+                        __m256i d0 = _mm256_dpbusd_epi32(_mm256_set1_epi32(nofs[t][g][k]), v[2 * jp], _mm256_set1_epi32(y0));
+                        __m256i d1 = _mm256_dpbusd_epi32(_mm256_set1_epi32(nofs[t][g + 1][k]), v[2 * jp + 1], _mm256_set1_epi32(y1));
+                        __m256i pr = _mm256_ternarylogic_epi32(d0, _mm256_slli_epi32(d1, 16), _mm256_set1_epi32(0xFFFF), 0xE4);
+                        lane[t] = _mm256_dpwssd_epi32(lane[t], pr, scp[2 * h + jp][k / 4]);
+                    }
+                }
+#else
                 #pragma GCC unroll 4
                 for (int j = 0; j < 4; j++) {
                     int g = 4 * h + j;
@@ -756,6 +799,7 @@ static inline __attribute__((always_inline)) void q6_K_packed_tile(int64_t n, fl
                         lane[t] = ACC_MADD16(lane[t], pr, sc[2 * g + k / 4]);
                     }
                 }
+#endif
             }
             #pragma GCC unroll 4
             for (int t = 0; t < T; t++) acc[t][k] = _mm256_fmadd_ps(d[t], _mm256_cvtepi32_ps(lane[t]), acc[t][k]);
