@@ -123,6 +123,12 @@ typedef struct ll_kernels {
     ll_from_float_fn from_float[LLAMBDA_TYPE_COUNT]; /* by activation type */
     float (*dot_f16_f16)(const uint16_t *a, const uint16_t *b, int64_t n);  /* attention q·k */
     void (*axpy)(float *y, const float *x, float a, int64_t n);   /* y[i] = fma(x[i], a, y[i]) */
+    /* One gated-DeltaNet head's memory step over its S rows of S: row j decays, is read
+     * against k (pred), takes row += k·(beta·(v[j] - pred)) and is read against q, o[j] =
+     * that read · scale. Products in vec_dot F32's order, the update as axpy's fused
+     * multiply-add, so the bits of those calls; one pass over each row instead of four. */
+    void (*deltanet_rows)(float *M, const float *k, const float *q, const float *v, float decay, float beta, float scale,
+                          float *o, int S);
     /* Mamba-2 scan of one state row: st[i] = st[i]·dA + B[i]·xdt (two products, then the
      * add); returns Σ st[i]·C[i] fused in llama.cpp's AVX-512 layout (4 x 16 lanes, then
      * ll_reduce_4x16; a tail past the last 64 added one by one) */

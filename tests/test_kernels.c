@@ -200,6 +200,48 @@ int main(void) {
         CHECK(scalar.ssm_scan && scalar.axpy, "scalar kernels missing");
 #endif
     }
+    TEST("kernels: the fused DeltaNet head step gives the bits of decay, dot, axpy, dot") {
+        enum { SMAX = 200 };
+        static float M0[SMAX * SMAX], M1[SMAX * SMAX], M2[SMAX * SMAX];
+        float k[SMAX], q[SMAX], v[SMAX], o0[SMAX], o1[SMAX], o2[SMAX];
+        const int sizes[] = {16, 64, 128, 96, 200};
+        for (int si = 0; si < 5; si++) {
+            int S = sizes[si];
+            for (int i = 0; i < S * S; i++) M0[i] = M1[i] = M2[i] = frand();
+            for (int i = 0; i < S; i++) { k[i] = frand() * 0.2f; q[i] = frand() * 0.2f; v[i] = frand(); }
+            /* the reference: the separate calls the mixer made before the fused step */
+            for (int j = 0; j < S; j++) {
+                float *row = M0 + (size_t)j * S, pred, rd;
+                for (int i = 0; i < S; i++) row[i] *= 0.91f;
+                scalar.vec_dot[LLAMBDA_TYPE_F32](S, &pred, row, k);
+                scalar.axpy(row, k, 0.6f * (v[j] - pred), S);
+                scalar.vec_dot[LLAMBDA_TYPE_F32](S, &rd, row, q);
+                o0[j] = rd * 0.125f;
+            }
+            scalar.deltanet_rows(M1, k, q, v, 0.91f, 0.6f, 0.125f, o1, S);   /* M2 keeps the start state */
+            CHECK(!memcmp(M0, M1, sizeof(float) * S * S) && !memcmp(o0, o1, sizeof(float) * S),
+                  "scalar deltanet_rows (S %d) differs from its parts", S);
+#ifdef LL_HAVE_AVX2
+            if (ll_cpu_has_avx2()) {
+                ll_kernels k2;
+                ll_kernels_avx2(&k2);
+                k2.deltanet_rows(M2, k, q, v, 0.91f, 0.6f, 0.125f, o2, S);
+                CHECK(!memcmp(M0, M2, sizeof(float) * S * S) && !memcmp(o0, o2, sizeof(float) * S),
+                      "AVX2 deltanet_rows (S %d) differs from scalar", S);
+            }
+            if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) {
+                ll_kernels k5;
+                ll_kernels_avx512(&k5);
+                for (int i = 0; i < S * S; i++) M2[i] = M1[i];
+                /* M1 moved on; replay both from the same state */
+                scalar.deltanet_rows(M1, k, q, v, 0.91f, 0.6f, 0.125f, o1, S);
+                k5.deltanet_rows(M2, k, q, v, 0.91f, 0.6f, 0.125f, o2, S);
+                CHECK(!memcmp(M1, M2, sizeof(float) * S * S) && !memcmp(o1, o2, sizeof(float) * S),
+                      "AVX-512 deltanet_rows (S %d) differs from scalar", S);
+            }
+#endif
+        }
+    }
     TEST("kernels: grouped f16 attention gives the scalar bits per head") {
         /* heads sharing one KV head, head sizes with and without a register-resident path,
          * key counts across the chunk edge, a ring that wraps, and keys past the running max */

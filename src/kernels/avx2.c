@@ -1516,6 +1516,48 @@ static void axpy(float *y, const float *x, float a, int64_t n) {
     for (; i < n; i++) y[i] = fmaf(x[i], a, y[i]);
 }
 
+/* scalar.c's deltanet_rows with dot_f32's accumulators and axpy's fused multiply-add:
+ * pass 1 decays the row and reads it against k, pass 2 updates it and reads it against q
+ * (the row is still in L1). Tails past the last 64 as dot_f32 and axpy take them. */
+static void deltanet_rows(float *M, const float *k, const float *q, const float *v, float decay, float beta, float scale,
+                          float *o, int S) {
+    const __m256 vdecay = _mm256_set1_ps(decay);
+    int n64 = S & ~63;
+    for (int j = 0; j < S; j++) {
+        float *row = M + (size_t)j * S;
+        __m256 lo[4], hi[4];
+        for (int c = 0; c < 4; c++) lo[c] = hi[c] = _mm256_setzero_ps();
+        for (int i = 0; i < n64; i += 64)
+            for (int c = 0; c < 4; c++) {
+                __m256 r0 = _mm256_mul_ps(_mm256_loadu_ps(row + i + 16 * c), vdecay);
+                __m256 r1 = _mm256_mul_ps(_mm256_loadu_ps(row + i + 16 * c + 8), vdecay);
+                _mm256_storeu_ps(row + i + 16 * c, r0);
+                _mm256_storeu_ps(row + i + 16 * c + 8, r1);
+                lo[c] = _mm256_fmadd_ps(r0, _mm256_loadu_ps(k + i + 16 * c), lo[c]);
+                hi[c] = _mm256_fmadd_ps(r1, _mm256_loadu_ps(k + i + 16 * c + 8), hi[c]);
+            }
+        for (int i = n64; i < S; i++) row[i] *= decay;
+        double sum = reduce_4x16(lo, hi);
+        for (int i = n64; i < S; i++) sum += (double)(row[i] * k[i]);
+        float delta = beta * (v[j] - (float)sum);
+        const __m256 vdelta = _mm256_set1_ps(delta);
+        for (int c = 0; c < 4; c++) lo[c] = hi[c] = _mm256_setzero_ps();
+        for (int i = 0; i < n64; i += 64)
+            for (int c = 0; c < 4; c++) {
+                __m256 r0 = _mm256_fmadd_ps(_mm256_loadu_ps(k + i + 16 * c), vdelta, _mm256_loadu_ps(row + i + 16 * c));
+                __m256 r1 = _mm256_fmadd_ps(_mm256_loadu_ps(k + i + 16 * c + 8), vdelta, _mm256_loadu_ps(row + i + 16 * c + 8));
+                _mm256_storeu_ps(row + i + 16 * c, r0);
+                _mm256_storeu_ps(row + i + 16 * c + 8, r1);
+                lo[c] = _mm256_fmadd_ps(r0, _mm256_loadu_ps(q + i + 16 * c), lo[c]);
+                hi[c] = _mm256_fmadd_ps(r1, _mm256_loadu_ps(q + i + 16 * c + 8), hi[c]);
+            }
+        for (int i = n64; i < S; i++) row[i] = fmaf(k[i], delta, row[i]);
+        sum = reduce_4x16(lo, hi);
+        for (int i = n64; i < S; i++) sum += (double)(row[i] * q[i]);
+        o[j] = (float)sum * scale;
+    }
+}
+
 static float ssm_scan(float *st, const float *B, const float *C, float dA, float xdt, int n) {
     __m256 lo[4], hi[4], vdA = _mm256_set1_ps(dA), vx = _mm256_set1_ps(xdt);
     for (int j = 0; j < 4; j++) lo[j] = hi[j] = _mm256_setzero_ps();
@@ -1578,6 +1620,7 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->swiglu = swiglu;
     k->geglu = geglu;
     k->axpy = axpy;
+    k->deltanet_rows = deltanet_rows;
     k->ssm_scan = ssm_scan;
     k->from_float[LLAMBDA_TYPE_Q8_0] = quantize_row_q8_0;
     k->from_float[LLAMBDA_TYPE_Q8_K] = quantize_row_q8_K;

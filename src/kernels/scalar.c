@@ -326,6 +326,18 @@ static void axpy(float *y, const float *x, float a, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = fmaf(x[i], a, y[i]);
 }
 
+static void deltanet_rows(float *M, const float *k, const float *q, const float *v, float decay, float beta, float scale,
+                          float *o, int S) {
+    for (int j = 0; j < S; j++) {
+        float *row = M + (size_t)j * S, pred, rd;
+        for (int i = 0; i < S; i++) row[i] *= decay;
+        dot_f32(S, &pred, row, k);
+        axpy(row, k, beta * (v[j] - pred), S);
+        dot_f32(S, &rd, row, q);
+        o[j] = rd * scale;
+    }
+}
+
 static float ssm_scan(float *st, const float *B, const float *C, float dA, float xdt, int n) {
     float acc[4][16] = {{0}};
     int np = n & ~63, i = 0;
@@ -346,6 +358,7 @@ static float ssm_scan(float *st, const float *B, const float *C, float dA, float
 void ll_kernels_scalar(ll_kernels *k) {
     memset(k, 0, sizeof *k);
     k->axpy = axpy;
+    k->deltanet_rows = deltanet_rows;
     k->ssm_scan = ssm_scan;
     k->isa = "scalar";
     k->vec_dot[LLAMBDA_TYPE_F32] = dot_f32;

@@ -26,15 +26,8 @@ static void dn_head(const dn_heads *d, int hv, int t) {
     size_t qo = (size_t)t * d->qkv_stride;
     const float *kh = d->k + qo + g * S, *qh = d->q + qo + g * S, *vh = d->v + qo + hv * S;
     float *Mh = d->M + (size_t)hv * S * S, *o = d->y + (size_t)t * d->y_stride + hv * S;
-    for (size_t i = 0; i < (size_t)S * S; i++) Mh[i] *= decay;
-    for (int j = 0; j < S; j++) {
-        float *row = Mh + (size_t)j * S, pred, rd;
-        d->kn->vec_dot[LLAMBDA_TYPE_F32](S, &pred, row, kh);
-        float delta = beta * (vh[j] - pred);
-        d->kn->axpy(row, kh, delta, S);   /* row += kh · delta, fused */
-        d->kn->vec_dot[LLAMBDA_TYPE_F32](S, &rd, row, qh);
-        o[j] = rd * d->inv_sqrt_s;
-    }
+    /* decay, read against k, delta-rule update (row += k·beta·(v - pred)), read against q */
+    d->kn->deltanet_rows(Mh, kh, qh, vh, decay, beta, d->inv_sqrt_s, o, S);
     /* gated RMSNorm over the head: RMSNorm(o)·w ⊙ ll_silu(z) */
     double ss = 0;
     for (int j = 0; j < S; j++) ss += (double)(o[j] * o[j]);
