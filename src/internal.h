@@ -136,6 +136,14 @@ typedef struct ll_kernels {
     /* optional: ll_swiglu's g = silu(g) ⊙ u with the same bits, vectorized */
     void (*swiglu)(float *g, const float *u, int64_t n);
     void (*geglu)(float *g, const float *u, int64_t n);   /* optional: ll_geglu's bits, vectorized */
+    /* y[i] = ll_exp_simd(x[i] - sub), every i */
+    void (*exp_shifted)(float *y, const float *x, float sub, int64_t n);
+    /* y[i] = ll_silu(x[i]) (x / (1 + ll_exp_simd(-x))), every i; y may be x */
+    void (*silu)(float *y, const float *x, int64_t n);
+    /* One token of a causal depthwise conv and its SiLU over n channels: out[i] =
+     * ll_silu(s + bias[i]) (no bias: ll_silu(s)), s = fmaf chain over k = 0..K-1 of
+     * src[k][i]·w[i·K + k] from 0 */
+    void (*conv_silu)(float *out, const float *const *src, const float *w, int K, const float *bias, int64_t n);
     /* nh query heads (f16, rows of D one after another) that share one KV head, over the
      * cells (first + i) % ring, i < n, of an f16 cache (row stride W halves, head offset
      * applied), each as llama.cpp's single-chunk flash attention: online softmax, f16 V
@@ -163,6 +171,25 @@ float ll_reduce_4x16(float acc[4][16]);
 
 /* SiLU pieces (ops/norm.c) that the vector kernels fall back on */
 float ll_exp_simd(float x);
+/* ll_exp_simd's body, for kernels compiled with hardware FMA (fmaf inlines there; in the
+ * portable files it is a libm call) */
+static inline float ll_exp_simd_inline(float x) {
+    const float shift = 0x1.8p23f;
+    float z = fmaf(x, 0x1.715476p+0f, shift);
+    float n = z - shift;
+    float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
+    float u = b * b;
+    float hi = fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f));
+    float j = fmaf(hi, u, fmaf(0x1.ffffecp-1f, b, 1.0f));
+    if (fabsf(n) > 192) return n > 0 ? INFINITY : 0.0f;
+    if (fabsf(n) <= 126) {   /* 2^n is a normal float: the product is exact, as scalef */
+        uint32_t bits = (uint32_t)((int)n + 127) << 23;
+        float p2;
+        memcpy(&p2, &bits, 4);
+        return j * p2;
+    }
+    return ldexpf(j, (int)n);
+}
 void ll_swiglu_scalar(float *g, const float *u, int64_t n);
 void ll_geglu_scalar(float *g, const float *u, int64_t n);
 const uint16_t *ll_gelu_table(void);   /* f16(gelu(x)) for every binary16 x */

@@ -229,6 +229,7 @@ void ll_attention(struct llambda_context *c, int layer, const float *q, int n_to
 void ll_rms_norm_rows(float *y, const float *x, const ll_weight *w, int n, int rows, float eps);
 /* Scalar activations as llama.cpp evaluates them: silu through the SIMD exp of its
  * vector path; softplus and sigmoid through libm expf. */
+#define LL_MAX_CONV_K 16   /* the longest causal conv kernel accepted (real models: 4) */
 static inline float ll_silu(float x) { return x / (1.0f + ll_exp_simd(-x)); }
 static inline float ll_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 static inline float ll_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }

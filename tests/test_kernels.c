@@ -200,6 +200,43 @@ int main(void) {
         CHECK(scalar.ssm_scan && scalar.axpy, "scalar kernels missing");
 #endif
     }
+    TEST("kernels: vector exp, SiLU and conv+SiLU give the scalar bits (ranges, tails)") {
+        enum { N = 203, K = 4 };
+        static float x[N], w[N * K], b[N], src[K][N], y0[N], y1[N];
+        for (int i = 0; i < N; i++) {
+            /* mostly ordinary values, some past the range where 2^n is a normal float */
+            x[i] = frand() * (i % 17 == 0 ? 200.f : 12.f);
+            b[i] = frand();
+            for (int k = 0; k < K; k++) { src[k][i] = frand() * 4.f; w[i * K + k] = frand(); }
+        }
+        const float *srcp[K] = {src[0], src[1], src[2], src[3]};
+        for (int i = 0; i < N; i++) {   /* the scalar kernels are ll_exp_simd and ll_silu */
+            float e = ll_exp_simd(x[i] - 0.5f), si = x[i] / (1.0f + ll_exp_simd(-x[i]));
+            scalar.exp_shifted(y0, x + i, 0.5f, 1);
+            scalar.silu(y1, x + i, 1);
+            CHECK(!memcmp(&e, y0, 4) && !memcmp(&si, y1, 4), "scalar exp/silu differ from ll_exp_simd at %d", i);
+        }
+        ll_kernels ks[2];
+        int nk = 0;
+#ifdef LL_HAVE_AVX2
+        if (ll_cpu_has_avx2()) ll_kernels_avx2(&ks[nk++]);
+        if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) ll_kernels_avx512(&ks[nk++]);
+#endif
+        for (int q = 0; q < nk; q++)
+            for (int n = 1; n <= N; n += 29) {   /* lengths with and without a tail */
+                scalar.exp_shifted(y0, x, 0.5f, n);
+                ks[q].exp_shifted(y1, x, 0.5f, n);
+                CHECK(!memcmp(y0, y1, sizeof(float) * n), "%s exp_shifted (n %d) differs from scalar", ks[q].isa, n);
+                scalar.silu(y0, x, n);
+                ks[q].silu(y1, x, n);
+                CHECK(!memcmp(y0, y1, sizeof(float) * n), "%s silu (n %d) differs from scalar", ks[q].isa, n);
+                for (int bias = 0; bias < 2; bias++) {
+                    scalar.conv_silu(y0, srcp, w, K, bias ? b : NULL, n);
+                    ks[q].conv_silu(y1, srcp, w, K, bias ? b : NULL, n);
+                    CHECK(!memcmp(y0, y1, sizeof(float) * n), "%s conv_silu (n %d, bias %d) differs from scalar", ks[q].isa, n, bias);
+                }
+            }
+    }
     TEST("kernels: the fused DeltaNet head step gives the bits of decay, dot, axpy, dot") {
         enum { SMAX = 200 };
         static float M0[SMAX * SMAX], M1[SMAX * SMAX], M2[SMAX * SMAX];

@@ -24,6 +24,8 @@ static llambda_status nemotron_hparams(llambda_model *m) {
         (st = ll_hp_u32(m, "ssm.state_size", 1, 0, &h->ssm_d_state)) ||
         (st = ll_hp_u32(m, "ssm.time_step_rank", 1, 0, &h->ssm_n_head)) ||
         (st = ll_hp_u32(m, "ssm.group_count", 1, 0, &h->ssm_n_group))) return st;
+    if (h->ssm_conv_k > LL_MAX_CONV_K)
+        return ll_error(LLAMBDA_ERR_FORMAT, "%s: ssm.conv_kernel %d is longer than the %d supported", m->arch_name, h->ssm_conv_k, LL_MAX_CONV_K);
     if (h->ssm_conv_k < 1 || h->ssm_d_state < 1 || h->ssm_n_head < 1 || h->ssm_n_group < 1 ||
         h->ssm_d_inner % h->ssm_n_head || h->ssm_n_head % h->ssm_n_group || h->ssm_d_inner % h->ssm_n_group)
         return ll_error(LLAMBDA_ERR_FORMAT, "%s: ssm sizes do not divide (inner %d, heads %d, groups %d, state %d, kernel %d)",

@@ -29,6 +29,8 @@ static llambda_status qwen3next_hparams(llambda_model *m) {
         (st = ll_hp_u32(m, "ssm.time_step_rank", 1, 0, &h->ssm_n_head)) ||
         (st = ll_hp_u32(m, "ssm.inner_size", 1, 0, &h->ssm_d_inner)) ||
         (st = ll_hp_u32(m, "full_attention_interval", 0, 4, &interval))) return st;
+    if (h->ssm_conv_k > LL_MAX_CONV_K)
+        return ll_error(LLAMBDA_ERR_FORMAT, "qwen3next: ssm.conv_kernel %d is longer than the %d supported", h->ssm_conv_k, LL_MAX_CONV_K);
     int ff;
     if ((st = ll_hp_u32(m, "feed_forward_length", 0, 0, &ff))) return st;
     if (h->n_expert < 1) return ll_error(LLAMBDA_ERR_FORMAT, "qwen3next: the model cannot have zero experts (qwen3next.expert_count)");

@@ -1462,31 +1462,85 @@ static void attend_f16(const uint16_t *q16, const uint16_t *K, const uint16_t *V
     }
 }
 
-/* ll_swiglu, eight lanes at a time: the same operations as ll_exp_simd in the same order
- * (fused multiply-adds are exact-rounded in a vector as in fmaf), so the same bits. A group
- * with a lane whose 2^n is not a normal float, and the tail past the last 16, go scalar. */
+/* ll_exp_simd of eight lanes: the same operations in the same order (fused multiply-adds
+ * are exact-rounded in a vector as in fmaf), so the same bits. Returns 0, computing
+ * nothing, when a lane's 2^n is not a normal float: the caller then goes scalar. */
+static inline int exp8(__m256 x, __m256 *e) {
+    const __m256 shift = _mm256_set1_ps(0x1.8p23f);
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), shift);
+    __m256 nn = _mm256_sub_ps(z, shift);
+    if (_mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(nn, absmask), _mm256_set1_ps(126.0f), _CMP_GT_OQ))) return 0;
+    __m256 b = _mm256_fnmadd_ps(nn, _mm256_set1_ps(0x1.7f7d1cp-20f), _mm256_fnmadd_ps(nn, _mm256_set1_ps(0x1.62e4p-1f), x));
+    __m256 uu = _mm256_mul_ps(b, b);
+    __m256 hi = _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), uu,
+                                _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f)));
+    __m256 j = _mm256_fmadd_ps(hi, uu, _mm256_fmadd_ps(_mm256_set1_ps(0x1.ffffecp-1f), b, _mm256_set1_ps(1.0f)));
+    __m256 p2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(nn), _mm256_set1_epi32(127)), 23));
+    *e = _mm256_mul_ps(j, p2);
+    return 1;
+}
+
+static inline float silu1(float x) { return x / (1.0f + ll_exp_simd_inline(-x)); }
+
+/* x / (1 + e^-x) of eight lanes (-x exact, by the sign bit), ll_silu's bits */
+static inline __m256 silu8(__m256 x) {
+    __m256 e;
+    if (exp8(_mm256_xor_ps(x, _mm256_set1_ps(-0.0f)), &e)) return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+    float v[8];
+    _mm256_storeu_ps(v, x);
+    for (int l = 0; l < 8; l++) v[l] = silu1(v[l]);
+    return _mm256_loadu_ps(v);
+}
+
+/* ll_swiglu, eight lanes at a time; the tail past the last 16 as ll_swiglu_scalar takes it. */
 static void swiglu(float *g, const float *u, int64_t n) {
     int64_t body = n - n % 16, i = 0;
-    const __m256 shift = _mm256_set1_ps(0x1.8p23f), one = _mm256_set1_ps(1.0f), lim = _mm256_set1_ps(126.0f);
-    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     for (; i + 8 <= body; i += 8) {
-        __m256 gv = _mm256_loadu_ps(g + i), x = _mm256_sub_ps(_mm256_setzero_ps(), gv);
-        __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), shift);
-        __m256 nn = _mm256_sub_ps(z, shift);
-        if (_mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(nn, absmask), lim, _CMP_GT_OQ))) {
-            for (int l = 0; l < 8; l++) g[i + l] = g[i + l] / (1.0f + ll_exp_simd(-g[i + l])) * u[i + l];
+        __m256 gv = _mm256_loadu_ps(g + i), e;
+        if (!exp8(_mm256_sub_ps(_mm256_setzero_ps(), gv), &e)) {
+            for (int l = 0; l < 8; l++) g[i + l] = g[i + l] / (1.0f + ll_exp_simd_inline(-g[i + l])) * u[i + l];
             continue;
         }
-        __m256 b = _mm256_fnmadd_ps(nn, _mm256_set1_ps(0x1.7f7d1cp-20f), _mm256_fnmadd_ps(nn, _mm256_set1_ps(0x1.62e4p-1f), x));
-        __m256 uu = _mm256_mul_ps(b, b);
-        __m256 hi = _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), uu,
-                                    _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f)));
-        __m256 j = _mm256_fmadd_ps(hi, uu, _mm256_fmadd_ps(_mm256_set1_ps(0x1.ffffecp-1f), b, one));
-        __m256 p2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(nn), _mm256_set1_epi32(127)), 23));
-        __m256 e = _mm256_mul_ps(j, p2);
-        _mm256_storeu_ps(g + i, _mm256_mul_ps(_mm256_div_ps(gv, _mm256_add_ps(one, e)), _mm256_loadu_ps(u + i)));
+        _mm256_storeu_ps(g + i, _mm256_mul_ps(_mm256_div_ps(gv, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), _mm256_loadu_ps(u + i)));
     }
     ll_swiglu_scalar(g + i, u + i, n - i);
+}
+
+static void exp_shifted(float *y, const float *x, float sub, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_sub_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(sub)), e;
+        if (exp8(v, &e)) _mm256_storeu_ps(y + i, e);
+        else for (int l = 0; l < 8; l++) y[i + l] = ll_exp_simd_inline(x[i + l] - sub);
+    }
+    for (; i < n; i++) y[i] = ll_exp_simd_inline(x[i] - sub);
+}
+
+static void silu(float *y, const float *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, silu8(_mm256_loadu_ps(x + i)));
+    for (; i < n; i++) y[i] = silu1(x[i]);
+}
+
+/* eight channels at a time: each lane the fmaf chain of scalar.c's conv_silu (weights
+ * gathered, K apart), then the bias and SiLU */
+static void conv_silu(float *out, const float *const *src, const float *w, int K, const float *bias, int64_t n) {
+    int64_t i = 0;
+    const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(K));
+    for (; i + 8 <= n; i += 8) {
+        __m256 s = _mm256_setzero_ps();
+        for (int k = 0; k < K; k++)
+            s = _mm256_fmadd_ps(_mm256_loadu_ps(src[k] + i), _mm256_i32gather_ps(w + (size_t)i * K + k, idx, 4), s);
+        if (bias) s = _mm256_add_ps(s, _mm256_loadu_ps(bias + i));
+        _mm256_storeu_ps(out + i, silu8(s));
+    }
+    for (; i < n; i++) {
+        float s = 0.0f;
+        for (int k = 0; k < K; k++) s = fmaf(src[k][i], w[i * K + k], s);
+        if (bias) s += bias[i];
+        out[i] = silu1(s);
+    }
 }
 
 /* ll_geglu eight lanes at a time: the f16 rounding of x by F16C (round to nearest even,
@@ -1621,6 +1675,9 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->geglu = geglu;
     k->axpy = axpy;
     k->deltanet_rows = deltanet_rows;
+    k->exp_shifted = exp_shifted;
+    k->silu = silu;
+    k->conv_silu = conv_silu;
     k->ssm_scan = ssm_scan;
     k->from_float[LLAMBDA_TYPE_Q8_0] = quantize_row_q8_0;
     k->from_float[LLAMBDA_TYPE_Q8_K] = quantize_row_q8_K;

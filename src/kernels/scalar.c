@@ -338,6 +338,23 @@ static void deltanet_rows(float *M, const float *k, const float *q, const float 
     }
 }
 
+static void exp_shifted(float *y, const float *x, float sub, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = ll_exp_simd(x[i] - sub);
+}
+
+static void silu(float *y, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] / (1.0f + ll_exp_simd(-x[i]));
+}
+
+static void conv_silu(float *out, const float *const *src, const float *w, int K, const float *bias, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        float s = 0.0f;
+        for (int k = 0; k < K; k++) s = fmaf(src[k][i], w[i * K + k], s);
+        if (bias) s += bias[i];
+        out[i] = s / (1.0f + ll_exp_simd(-s));
+    }
+}
+
 static float ssm_scan(float *st, const float *B, const float *C, float dA, float xdt, int n) {
     float acc[4][16] = {{0}};
     int np = n & ~63, i = 0;
@@ -359,6 +376,9 @@ void ll_kernels_scalar(ll_kernels *k) {
     memset(k, 0, sizeof *k);
     k->axpy = axpy;
     k->deltanet_rows = deltanet_rows;
+    k->exp_shifted = exp_shifted;
+    k->silu = silu;
+    k->conv_silu = conv_silu;
     k->ssm_scan = ssm_scan;
     k->isa = "scalar";
     k->vec_dot[LLAMBDA_TYPE_F32] = dot_f32;

@@ -32,7 +32,12 @@ static void dn_head(const dn_heads *d, int hv, int t) {
     double ss = 0;
     for (int j = 0; j < S; j++) ss += (double)(o[j] * o[j]);
     float sc = 1.0f / sqrtf((float)(ss / S) + d->eps);
-    for (int j = 0; j < S; j++) o[j] = ((o[j] * sc) * d->nw[j]) * ll_silu(z[hv * S + j]);
+    float sz[256];   /* silu(z), a chunk at a time */
+    for (int j0 = 0; j0 < S; j0 += 256) {
+        int m = S - j0 < 256 ? S - j0 : 256;
+        d->kn->silu(sz, z + hv * S + j0, m);
+        for (int j = 0; j < m; j++) o[j0 + j] = ((o[j0 + j] * sc) * d->nw[j0 + j]) * sz[j];
+    }
 }
 
 static void dn_heads_task(void *arg, int ith, int nth) {

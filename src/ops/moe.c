@@ -15,10 +15,10 @@ static void softmax_ggml(float *p, const float *x, int n) {
     float mx = -INFINITY;
     for (int i = 0; i < n; i++) mx = fmaxf(mx, x[i]);
     double sum = 0;
-    int i = 0;
+    int i = 0, body = n - n % 16;
+    ll_kernels_get()->exp_shifted(p, x, mx, body);
     for (; i + 16 <= n; i += 16) {
-        float v[16];
-        for (int k = 0; k < 16; k++) p[i + k] = v[k] = ll_exp_simd(x[i + k] - mx);
+        const float *v = p + i;
         float t8[8], t4[4];
         for (int k = 0; k < 8; k++) t8[k] = v[k + 8] + v[k];
         for (int k = 0; k < 4; k++) t4[k] = t8[k + 4] + t8[k];

@@ -15,23 +15,7 @@ void ll_rms_norm(float *y, const float *x, const ll_weight *w, int n, float eps)
 /* exp(x) as llama.cpp's AVX-512 SiLU computes it, so FFN activations round the same way:
  * n = round(x·log2 e) through the 1.5·2^23 shift, b = x − n·ln2 in two parts, a degree-5
  * polynomial for e^b, then an exact scaling by 2^n (scalef). */
-float ll_exp_simd(float x) {
-    const float shift = 0x1.8p23f;
-    float z = fmaf(x, 0x1.715476p+0f, shift);
-    float n = z - shift;
-    float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
-    float u = b * b;
-    float hi = fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f));
-    float j = fmaf(hi, u, fmaf(0x1.ffffecp-1f, b, 1.0f));
-    if (fabsf(n) > 192) return n > 0 ? INFINITY : 0.0f;
-    if (fabsf(n) <= 126) {   /* 2^n is a normal float: the product is exact, as scalef */
-        uint32_t bits = (uint32_t)((int)n + 127) << 23;
-        float p2;
-        memcpy(&p2, &bits, 4);
-        return j * p2;
-    }
-    return ldexpf(j, (int)n);
-}
+float ll_exp_simd(float x) { return ll_exp_simd_inline(x); }
 
 /* g = silu(g) ⊙ u over one row: vector lanes in groups of 16, the tail with libm expf,
  * exactly as llama.cpp's AVX-512 build splits it. */

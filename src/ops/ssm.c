@@ -29,27 +29,26 @@ static void l2_normalize(float *x, int n, float eps) {   /* x / max(||x||, eps),
     for (int i = 0; i < n; i++) x[i] *= scale;
 }
 
+/* Row k of the conv's window for token t: input t - (K-1) + k, from the state when negative. */
+static const float *conv_input(const conv_run *d, int t, int k) {
+    int idx = t - (d->K - 1) + k;
+    return idx < 0 ? d->cs + (size_t)(idx + d->K - 1) * (size_t)d->C : d->x + (size_t)idx * d->x_stride;
+}
+
 static void conv_task(void *arg, int ith, int nth) {
     const conv_run *d = arg;
+    const ll_kernels *kn = ll_kernels_get();
     int K = d->K, C = d->C, units = (C + d->unit - 1) / d->unit;
     for (int u = ith; u < units; u += nth) {
-        int end = (u + 1) * d->unit < C ? (u + 1) * d->unit : C;
-        for (int ch = u * d->unit; ch < end; ch++) {
-            const float *w = d->w + (size_t)ch * K;
-            for (int t = 0; t < d->n; t++) {
-                float sum = 0.0f;
-                for (int k = 0; k < K - 1; k++) {
-                    int idx = t - (K - 1) + k;   /* input index: negative ones are in the state */
-                    sum = fmaf(idx < 0 ? d->cs[(size_t)(idx + K - 1) * C + ch] : d->x[(size_t)idx * d->x_stride + ch], w[k], sum);
-                }
-                sum = fmaf(d->x[(size_t)t * d->x_stride + ch], w[K - 1], sum);
-                d->co[(size_t)t * C + ch] = ll_silu(d->bias ? sum + d->bias[ch] : sum);
-            }
-            for (int k = 0; k < K - 1; k++) {   /* the new state: inputs n-K+1..n-1, oldest first */
-                int idx = d->n - (K - 1) + k;
-                d->cs[(size_t)k * C + ch] = idx < 0 ? d->cs[(size_t)(idx + K - 1) * C + ch] : d->x[(size_t)idx * d->x_stride + ch];
-            }
+        int c0 = u * d->unit, end = (u + 1) * d->unit < C ? (u + 1) * d->unit : C;
+        const float *src[LL_MAX_CONV_K];
+        for (int t = 0; t < d->n; t++) {
+            for (int k = 0; k < K; k++) src[k] = conv_input(d, t, k) + c0;
+            kn->conv_silu(d->co + (size_t)t * C + c0, src, d->w + (size_t)c0 * K, K, d->bias ? d->bias + c0 : NULL, end - c0);
         }
+        for (int k = 0; k < K - 1; k++)   /* the new state: inputs n-K+1..n-1, oldest first (a state row
+                                           * is read, if at all, before it is overwritten) */
+            memcpy(d->cs + (size_t)k * C + c0, conv_input(d, d->n, k) + c0, (size_t)(end - c0) * sizeof(float));
         if (u < d->n_norm)
             for (int t = 0; t < d->n; t++) l2_normalize(d->co + (size_t)t * C + (size_t)u * d->unit, d->unit, d->eps);
     }
