@@ -1156,7 +1156,11 @@ static inline __attribute__((always_inline)) void q5_0_packed_tile(int64_t n, fl
         for (int l = 0; l < 3; l++) _mm_prefetch((const char *)p + PREFETCH_AHEAD + 64 * l, _MM_HINT_T0);
         for (int t = 0; t < T; t++) {
             y[t] = (const block_q8_0 *)((const uint8_t *)x + (size_t)t * x_stride) + i;
+#ifdef LL_AVX512   /* negated: the dot products start from it */
+            _mm256_storeu_si256((__m256i *)off[t], _mm256_sub_epi32(_mm256_setzero_si256(), DOT_U8I8_4(b16, _mm256_loadu_si256((const __m256i *)y[t]->qs))));
+#else
             _mm256_storeu_si256((__m256i *)off[t], DOT_U8I8_4(b16, _mm256_loadu_si256((const __m256i *)y[t]->qs)));
+#endif
             d[t] = _mm256_mul_ps(xd, _mm256_set1_ps(LL_FP16(y[t]->d)));
         }
         #pragma GCC unroll 4
@@ -1170,7 +1174,11 @@ static inline __attribute__((always_inline)) void q5_0_packed_tile(int64_t n, fl
                 for (int t = 0; t < T; t++) {
                     int32_t yq;
                     memcpy(&yq, y[t]->qs + 4 * m, 4);
+#ifdef LL_AVX512
+                    __m256i sum = _mm256_dpbusd_epi32(_mm256_set1_epi32(off[t][m]), u, _mm256_set1_epi32(yq));
+#else
                     __m256i sum = _mm256_sub_epi32(DOT_U8I8_4(u, _mm256_set1_epi32(yq)), _mm256_set1_epi32(off[t][m]));
+#endif
                     acc[t][m] = _mm256_fmadd_ps(d[t], _mm256_cvtepi32_ps(sum), acc[t][m]);
                 }
             }
@@ -1211,7 +1219,9 @@ static inline __attribute__((always_inline)) void q5_0_packed_tile16(int64_t n, 
         for (int l = 0; l < 3; l++) prefetch_pair(pa, pb, l);
         for (int t = 0; t < T; t++) {
             y[t] = (const block_q8_0 *)((const uint8_t *)x + (size_t)t * x_stride) + i;
-            _mm256_storeu_si256((__m256i *)off[t], DOT_U8I8_4(_mm256_set1_epi8(16), _mm256_loadu_si256((const __m256i *)y[t]->qs)));
+            /* negated: the dot products below start from it (exact integers, one op fewer) */
+            _mm256_storeu_si256((__m256i *)off[t], _mm256_sub_epi32(_mm256_setzero_si256(),
+                                                                    DOT_U8I8_4(_mm256_set1_epi8(16), _mm256_loadu_si256((const __m256i *)y[t]->qs))));
             d[t] = _mm512_mul_ps(xd, _mm512_set1_ps(LL_FP16(y[t]->d)));
         }
         #pragma GCC unroll 4
@@ -1226,8 +1236,7 @@ static inline __attribute__((always_inline)) void q5_0_packed_tile16(int64_t n, 
                 for (int t = 0; t < T; t++) {
                     int32_t yq;
                     memcpy(&yq, y[t]->qs + 4 * m, 4);
-                    __m512i sum = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), u, _mm512_set1_epi32(yq)),
-                                                   _mm512_set1_epi32(off[t][m]));
+                    __m512i sum = _mm512_dpbusd_epi32(_mm512_set1_epi32(off[t][m]), u, _mm512_set1_epi32(yq));
                     acc[t][m] = _mm512_fmadd_ps(d[t], _mm512_cvtepi32_ps(sum), acc[t][m]);
                 }
             }
