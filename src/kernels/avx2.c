@@ -918,24 +918,34 @@ static inline __attribute__((always_inline)) void q6_K_packed_tile16(int64_t n, 
     const block_q6_K_x8 *pb = pa + n / QK_K;
     const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
     const __m256i m32 = _mm256_set1_epi8(32);
-    const __m512i dup = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13));
     __m512 acc[2][8];
     #pragma GCC unroll 2
     for (int t = 0; t < T; t++)
         for (int k = 0; k < 8; k++) acc[t][k] = _mm512_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++, pa++, pb++) {
         const block_q8_K *y[2];
-        __m256i ofs[2][8];
-        __m512i sc[16];
+        int32_t nofs[2][8][8];   /* as in q6_K_packed_tile: -32·(sum of four y) by token, group, lane */
+        __m512i scp[4][2];       /* rows' (scale of group 2P, of 2P+1), sub-block half; rows 8-15 from pb */
         __m512 d[2];
         __m512 xd = load_pair_f16(pa->d, pb->d);
         #pragma GCC unroll 2
         for (int t = 0; t < T; t++) {
             y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
-            for (int g = 0; g < 8; g++) ofs[t][g] = mul_u8_i8_pairs(m32, _mm256_loadu_si256((const __m256i *)(y[t]->qs + 32 * g)));
+            for (int g = 0; g < 8; g++)
+                _mm256_storeu_si256((__m256i *)nofs[t][g],
+                                    _mm256_sub_epi32(_mm256_setzero_si256(),
+                                                     _mm256_dpbusd_epi32(_mm256_setzero_si256(), m32,
+                                                                         _mm256_loadu_si256((const __m256i *)(y[t]->qs + 32 * g)))));
             d[t] = _mm512_mul_ps(_mm512_set1_ps(y[t]->d), xd);
         }
-        for (int sb = 0; sb < 16; sb++) sc[sb] = _mm512_shuffle_epi8(_mm512_cvtepi8_epi32(load_pair64(pa->sc[sb], pb->sc[sb])), dup);
+        for (int P = 0; P < 4; P++)
+            for (int h2 = 0; h2 < 2; h2++) {
+                __m128i a2 = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)pa->sc[4 * P + h2]),
+                                               _mm_loadl_epi64((const __m128i *)pa->sc[4 * P + 2 + h2]));
+                __m128i b2 = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)pb->sc[4 * P + h2]),
+                                               _mm_loadl_epi64((const __m128i *)pb->sc[4 * P + 2 + h2]));
+                scp[P][h2] = _mm512_cvtepi8_epi16(_mm256_inserti128_si256(_mm256_castsi128_si256(a2), b2, 1));
+            }
         #pragma GCC unroll 8
         for (int k = 0; k < 8; k++) {
             #pragma GCC unroll 4
@@ -949,21 +959,22 @@ static inline __attribute__((always_inline)) void q6_K_packed_tile16(int64_t n, 
                 __m512i B = load_pair(pa->ql[h][k][1], pb->ql[h][k][1]);
                 __m512i H = load_pair(pa->qh[h][k], pb->qh[h][k]);
                 __m512i v[4];
-                v[0] = _mm512_or_si512(_mm512_and_si512(A, m4), _mm512_and_si512(_mm512_slli_epi16(H, 4), m30));
-                v[1] = _mm512_or_si512(_mm512_and_si512(B, m4), _mm512_and_si512(_mm512_slli_epi16(H, 2), m30));
-                v[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(A, 4), m4), _mm512_and_si512(H, m30));
-                v[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(B, 4), m4),
-                                       _mm512_and_si512(_mm512_srli_epi16(H, 2), m30));
-                #pragma GCC unroll 4
-                for (int j = 0; j < 4; j++) {
-                    int g = 4 * h + j;
+                v[0] = _mm512_ternarylogic_epi32(_mm512_and_si512(A, m4), _mm512_slli_epi16(H, 4), m30, 0xF8);
+                v[1] = _mm512_ternarylogic_epi32(_mm512_and_si512(B, m4), _mm512_slli_epi16(H, 2), m30, 0xF8);
+                v[2] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(A, 4), m4), H, m30, 0xF8);
+                v[3] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(B, 4), m4), _mm512_srli_epi16(H, 2), m30, 0xF8);
+                #pragma GCC unroll 2
+                for (int jp = 0; jp < 2; jp++) {   /* two groups per dpwssd, as in q6_K_packed_tile */
+                    int g = 4 * h + 2 * jp;
                     #pragma GCC unroll 2
                     for (int t = 0; t < T; t++) {
-                        int32_t yq, oq;
-                        memcpy(&yq, y[t]->qs + 32 * g + 4 * k, 4);
-                        memcpy(&oq, (const int16_t *)&ofs[t][g] + 2 * (k % 4) + 8 * (k / 4), 4);
-                        __m512i pr = _mm512_sub_epi16(_mm512_maddubs_epi16(v[j], _mm512_set1_epi32(yq)), _mm512_set1_epi32(oq));
-                        lane[t] = _mm512_dpwssd_epi32(lane[t], pr, sc[2 * g + k / 4]);
+                        int32_t y0, y1;
+                        memcpy(&y0, y[t]->qs + 32 * g + 4 * k, 4);
+                        memcpy(&y1, y[t]->qs + 32 * (g + 1) + 4 * k, 4);
+                        __m512i d0 = _mm512_dpbusd_epi32(_mm512_set1_epi32(nofs[t][g][k]), v[2 * jp], _mm512_set1_epi32(y0));
+                        __m512i d1 = _mm512_dpbusd_epi32(_mm512_set1_epi32(nofs[t][g + 1][k]), v[2 * jp + 1], _mm512_set1_epi32(y1));
+                        __m512i pr = _mm512_ternarylogic_epi32(d0, _mm512_slli_epi32(d1, 16), _mm512_set1_epi32(0xFFFF), 0xE4);
+                        lane[t] = _mm512_dpwssd_epi32(lane[t], pr, scp[2 * h + jp][k / 4]);
                     }
                 }
             }
