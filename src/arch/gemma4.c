@@ -154,13 +154,13 @@ static void attention_block(struct llambda_context *c, const ll_layer *Y, int l,
     int E = h->n_embd, H = h->n_head, D = h->head_dim_l[l], KV = h->n_head_kv_l[l], qd = H * D, kvd = KV * D;
     const float *cs = h->swa_l[l] ? c->rope_cs : c->rope_cs2;
     ll_rms_norm_rows(c->xb, c->x, &Y->attn_norm, E, n, h->eps);
-    ll_matmul(c, &Y->wq, c->xb, n, c->q);
+    int own_kv = h->kv_src_l[l] == l;   /* else the layer reads another layer's cache */
+    ll_matmul_op qkv[3] = {{&Y->wq, c->xb, n, c->q}, {&Y->wk, c->xb, n, c->k}, {&Y->wv, c->xb, n, c->v}};
+    ll_matmul_many(c, qkv, own_kv ? (Y->wv.data ? 3 : 2) : 1);   /* one pool task */
     ll_rms_norm_rows(c->q, c->q, &Y->q_norm, D, n * H, h->eps);
     ll_rope(h, c->q, n, H, D, qd, h->n_rot_l[l], cs);
-    if (h->kv_src_l[l] == l) {
-        ll_matmul(c, &Y->wk, c->xb, n, c->k);
-        if (Y->wv.data) ll_matmul(c, &Y->wv, c->xb, n, c->v);
-        else memcpy(c->v, c->k, (size_t)n * kvd * sizeof *c->v);   /* K = V: the raw projection */
+    if (own_kv) {
+        if (!Y->wv.data) memcpy(c->v, c->k, (size_t)n * kvd * sizeof *c->v);   /* K = V: the raw projection */
         ll_rms_norm_rows(c->k, c->k, &Y->k_norm, D, n * KV, h->eps);
         ll_rope(h, c->k, n, KV, D, kvd, h->n_rot_l[l], cs);
         ll_rms_norm_rows(c->v, c->v, NULL, D, n * KV, h->eps);
@@ -176,8 +176,8 @@ static void ffn_block(struct llambda_context *c, const ll_layer *Y, int l, int n
     const ll_hparams *h = &c->m->hp;
     int E = h->n_embd, F = h->n_ff_l[l];
     ll_rms_norm_rows(c->xb, c->x, &Y->ffn_norm, E, n, h->eps);
-    ll_matmul(c, &Y->w_gate, c->xb, n, c->hb);
-    ll_matmul(c, &Y->w_up, c->xb, n, c->hb2);
+    ll_matmul_op gate_up[2] = {{&Y->w_gate, c->xb, n, c->hb}, {&Y->w_up, c->xb, n, c->hb2}};
+    ll_matmul_many(c, gate_up, 2);
     for (int t = 0; t < n; t++) ll_geglu(c->hb + (size_t)t * F, c->hb2 + (size_t)t * F, F);
     ll_matmul(c, &Y->w_down, c->hb, n, c->xb2);
     if (Y->moe.n_expert > 0) {

@@ -156,9 +156,11 @@ static llambda_status nemotron_forward(struct llambda_context *c, const int32_t 
             ll_mamba2(c, Y, l, c->xb, n, c->xb2);
             break;
         case LL_LAYER_ATTN:
-            ll_matmul(c, &Y->wq, c->xb, n, c->q); ll_add_bias(c->q, &Y->bq, n);
-            ll_matmul(c, &Y->wk, c->xb, n, c->k); ll_add_bias(c->k, &Y->bk, n);
-            ll_matmul(c, &Y->wv, c->xb, n, c->v); ll_add_bias(c->v, &Y->bv, n);
+            ll_matmul_op qkv[3] = {{&Y->wq, c->xb, n, c->q}, {&Y->wk, c->xb, n, c->k}, {&Y->wv, c->xb, n, c->v}};
+            ll_matmul_many(c, qkv, 3);   /* one pool task */
+            ll_add_bias(c->q, &Y->bq, n);
+            ll_add_bias(c->k, &Y->bk, n);
+            ll_add_bias(c->v, &Y->bv, n);
             ll_kv_store(c, l, c->k, c->v, n, pos);
             ll_attention(c, l, c->q, n, pos, c->att);
             ll_matmul(c, &Y->wo, c->att, n, c->xb2); ll_add_bias(c->xb2, &Y->bo, n);

@@ -136,14 +136,13 @@ static void attention_block(struct llambda_context *c, const ll_layer *Y, int l,
     const ll_hparams *h = &c->m->hp;
     int H = h->n_head, D = h->head_dim, qd = H * D, kvd = h->n_head_kv * D;
     float *qg = c->hb2, *gate = c->hb;   /* [n][2 qd] then the gates [n][qd] */
-    ll_matmul(c, &Y->wq, c->xb, n, qg);
+    ll_matmul_op qkv[3] = {{&Y->wq, c->xb, n, qg}, {&Y->wk, c->xb, n, c->k}, {&Y->wv, c->xb, n, c->v}};
+    ll_matmul_many(c, qkv, 3);   /* one pool task */
     for (int t = 0; t < n; t++)
         for (int hd = 0; hd < H; hd++) {
             memcpy(c->q + (size_t)t * qd + (size_t)hd * D, qg + (size_t)t * 2 * qd + (size_t)hd * 2 * D, (size_t)D * 4);
             memcpy(gate + (size_t)t * qd + (size_t)hd * D, qg + (size_t)t * 2 * qd + (size_t)hd * 2 * D + D, (size_t)D * 4);
         }
-    ll_matmul(c, &Y->wk, c->xb, n, c->k);
-    ll_matmul(c, &Y->wv, c->xb, n, c->v);
     ll_rms_norm_rows(c->q, c->q, &Y->q_norm, D, n * H, h->eps);
     ll_rms_norm_rows(c->k, c->k, &Y->k_norm, D, n * h->n_head_kv, h->eps);
     ll_rope(h, c->q, n, H, D, qd, h->n_rot, c->rope_cs);
@@ -159,12 +158,12 @@ static void moe_block(struct llambda_context *c, const ll_layer *Y, int l, int n
     const ll_hparams *h = &c->m->hp;
     int E = h->n_embd, Fs = h->n_ff_l[l];
     ll_moe_forward(c, &Y->moe, c->xb, c->xb, n, c->xb2);
-    ll_matmul(c, &Y->gate_shexp, c->xb, n, c->hb);
-    ll_matmul(c, &Y->up_shexp, c->xb, n, c->hb2);
+    float *g = c->att;
+    ll_matmul_op shared[3] = {{&Y->gate_shexp, c->xb, n, c->hb}, {&Y->up_shexp, c->xb, n, c->hb2},
+                              {&Y->gate_inp_shexp, c->xb, n, g}};
+    ll_matmul_many(c, shared, 3);   /* one pool task */
     for (int t = 0; t < n; t++) ll_swiglu(c->hb + (size_t)t * Fs, c->hb2 + (size_t)t * Fs, Fs);
     ll_matmul(c, &Y->down_shexp, c->hb, n, c->hb2);
-    float *g = c->att;
-    ll_matmul(c, &Y->gate_inp_shexp, c->xb, n, g);
     for (int t = 0; t < n; t++) {
         float s = ll_sigmoid(g[t]);
         float *sh = c->hb2 + (size_t)t * E, *o = c->xb2 + (size_t)t * E;

@@ -57,13 +57,15 @@ void ll_deltanet(struct llambda_context *c, const ll_layer *Y, int layer, const 
     const float *cw = (const float *)Y->ssm_conv.data, *A = (const float *)Y->ssm_a.data, *dtb = (const float *)Y->ssm_dt_b.data;
     const float *nw = (const float *)Y->ssm_norm.data;
     float *qkv0 = c->hb, *z0 = c->hb2;   /* batched projections */
+    float *ba0 = buf + (size_t)n * (size_t)(2 * key_dim + 2 * value_dim);   /* after the legacy area */
     if (Y->attn_qkv.data) {
-        ll_matmul(c, &Y->attn_qkv, u, n, qkv0);
-        ll_matmul(c, &Y->attn_gate, u, n, z0);
+        ll_matmul_op in[3] = {{&Y->attn_qkv, u, n, qkv0}, {&Y->attn_gate, u, n, z0}, {&Y->ssm_ba, u, n, ba0}};
+        ll_matmul_many(c, in, 3);   /* one pool task */
     } else {
         /* legacy fused ssm_in: per key head [q_g, k_g, v_g (r·S), z_g (r·S)] */
         float *p = buf;   /* [n][2 key_dim + 2 value_dim] fits in arch_buf */
-        ll_matmul(c, &Y->ssm_in_legacy, u, n, p);
+        ll_matmul_op in[2] = {{&Y->ssm_in_legacy, u, n, p}, {&Y->ssm_ba, u, n, ba0}};
+        ll_matmul_many(c, in, 2);
         int per_g = 2 * S + 2 * r * S;
         for (int t = 0; t < n; t++) {
             const float *pt = p + (size_t)t * (size_t)(2 * key_dim + 2 * value_dim);
@@ -77,8 +79,6 @@ void ll_deltanet(struct llambda_context *c, const ll_layer *Y, int layer, const 
             }
         }
     }
-    float *ba0 = buf + (size_t)n * (size_t)(2 * key_dim + 2 * value_dim);   /* after the legacy area */
-    ll_matmul(c, &Y->ssm_ba, u, n, ba0);
     float *ys = c->att;   /* [n][value_dim] gated outputs */
     float *co = ba0 + (size_t)n * 2 * Hv;   /* [n][conv_dim] conv outputs */
     /* conv + SiLU of all tokens, S channels a unit; q and k groups then L2-normalised */
