@@ -168,8 +168,8 @@ static llambda_status nemotron_forward(struct llambda_context *c, const int32_t 
         default:
             if (Y->moe.n_expert > 0) {
                 int Fs = (int)Y->up_shexp.rows;
-                ll_moe_forward(c, &Y->moe, c->xb, c->xb, n, c->xb2);
-                ll_matmul(c, &Y->up_shexp, c->xb, n, c->hb);
+                ll_matmul_op shared_up = {&Y->up_shexp, c->xb, n, c->hb};
+                ll_moe_forward(c, &Y->moe, c->xb, c->xb, n, c->xb2, &shared_up, 1);   /* with the router */
                 relu2(c->hb, (size_t)n * Fs);
                 ll_matmul(c, &Y->down_shexp, c->hb, n, c->hb2);
                 ll_add(c->xb2, c->hb2, (int64_t)n * E);

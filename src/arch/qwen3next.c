@@ -157,11 +157,10 @@ static void attention_block(struct llambda_context *c, const ll_layer *Y, int l,
 static void moe_block(struct llambda_context *c, const ll_layer *Y, int l, int n) {
     const ll_hparams *h = &c->m->hp;
     int E = h->n_embd, Fs = h->n_ff_l[l];
-    ll_moe_forward(c, &Y->moe, c->xb, c->xb, n, c->xb2);
     float *g = c->att;
     ll_matmul_op shared[3] = {{&Y->gate_shexp, c->xb, n, c->hb}, {&Y->up_shexp, c->xb, n, c->hb2},
                               {&Y->gate_inp_shexp, c->xb, n, g}};
-    ll_matmul_many(c, shared, 3);   /* one pool task */
+    ll_moe_forward(c, &Y->moe, c->xb, c->xb, n, c->xb2, shared, 3);   /* the shared expert's inputs with the router */
     for (int t = 0; t < n; t++) ll_swiglu(c->hb + (size_t)t * Fs, c->hb2 + (size_t)t * Fs, Fs);
     ll_matmul(c, &Y->down_shexp, c->hb, n, c->hb2);
     for (int t = 0; t < n; t++) {

@@ -96,12 +96,16 @@ static void activate(const ll_moe *e, float *g, const float *u, int64_t n) {
     }
 }
 
-void ll_moe_forward(struct llambda_context *c, const ll_moe *e, const float *router_in, const float *x, int n, float *out) {
+void ll_moe_forward(struct llambda_context *c, const ll_moe *e, const float *router_in, const float *x, int n, float *out,
+                    const ll_matmul_op *with, int n_with) {
     const ll_hparams *h = &c->m->hp;
     int E = h->n_embd, X = e->n_expert, K = e->n_used, FX = e->n_ff;
     float *logits = c->moe_logits, *probs = c->moe_probs, *w = c->moe_w, *eo = c->moe_out;
     int32_t *sel = c->moe_sel;
-    ll_matmul(c, &e->router, router_in, n, logits);
+    ll_matmul_op first[5] = {{&e->router, router_in, n, logits}};
+    if (n_with > 4) n_with = 4;
+    for (int i = 0; i < n_with; i++) first[1 + i] = with[i];
+    ll_matmul_many(c, first, 1 + n_with);   /* the router and the caller's products: one task */
     ll_moe_route(e, logits, n, probs, sel, w);
     float *xg = c->moe_in, *hg = c->moe_h, *ug = c->moe_u, *dg = c->moe_d;
     int *rows = c->moe_rows;
