@@ -325,6 +325,7 @@ int main(void) {
             CHECK(k2.pack_x8[LLAMBDA_TYPE_Q4_K] && k2.dot_packed[LLAMBDA_TYPE_Q4_K], "Q4_K has no repacked kernel");
             CHECK(k2.pack_x8[LLAMBDA_TYPE_Q6_K] && k2.dot_packed[LLAMBDA_TYPE_Q6_K], "Q6_K has no repacked kernel");
             CHECK(k2.pack_x8[LLAMBDA_TYPE_Q8_0] && k2.dot_packed[LLAMBDA_TYPE_Q8_0], "Q8_0 has no repacked kernel");
+            CHECK(k2.pack_x8[LLAMBDA_TYPE_Q4_0] && k2.dot_packed[LLAMBDA_TYPE_Q4_0], "Q4_0 has no repacked kernel");
         }
         if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) {
             ll_kernels k512 = scalar;

@@ -1194,6 +1194,135 @@ static void dot_q8_0_packed(int64_t n, float *out, size_t out_stride, const void
         q8_0_packed_rows(n, out + (size_t)t * out_stride, tile, (const block_q8_0 *)((const uint8_t *)x + (size_t)t * x_stride));
 }
 
+/* Q4_0 repacked: eight rows interleaved four bytes at a time (step k: bytes 4k..4k+3 of
+ * each row, i.e. elements 4k.. in the low nibbles and 16 + 4k.. in the high ones). The
+ * scalar kernel keeps one float per row, fused-multiply-added once per block, so a vector
+ * holds the eight rows' accumulators and each row's block integer (its nibbles minus 8
+ * against the activations: unsigned nibbles, 8 x the activation sum taken off first) is a
+ * lane: the same integers and the same one fma per block, no horizontal sums. */
+typedef struct {
+    uint16_t d[8];            /* per row */
+    uint8_t qs[4][8][4];      /* [step k][row]: bytes 4k..4k+3 */
+} block_q4_0_x8;
+
+static size_t pack_q4_0_x8(int64_t n, const void *w, size_t stride, void *dst) {
+    int64_t nb = n / 32;
+    if (dst)
+        for (int64_t i = 0; i < nb; i++) {
+            block_q4_0_x8 *p = (block_q4_0_x8 *)dst + i;
+            for (int r = 0; r < 8; r++) {
+                const block_q4_0 *a = (const block_q4_0 *)((const uint8_t *)w + (size_t)r * stride) + i;
+                p->d[r] = a->d;
+                for (int k = 0; k < 4; k++) memcpy(p->qs[k][r], a->qs + 4 * k, 4);
+            }
+        }
+    return (size_t)nb * sizeof(block_q4_0_x8);
+}
+
+static inline __attribute__((always_inline)) void q4_0_packed_tile(int64_t n, float *out, size_t out_stride,
+                                                                   const block_q4_0_x8 *p, const void *x,
+                                                                   size_t x_stride, const int T) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), b8 = _mm256_set1_epi8(8);
+    __m256 acc[4];
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / 32; i++, p++) {
+        #pragma GCC unroll 3
+        for (int l = 0; l < 3; l++)   /* the 144-byte block */
+            _mm_prefetch((const char *)p + PREFETCH_AHEAD + 64 * l, _MM_HINT_T0);
+        const block_q8_0 *y[4];
+        __m256i isum[4];
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; t++) {
+            y[t] = (const block_q8_0 *)((const uint8_t *)x + (size_t)t * x_stride) + i;
+            isum[t] = _mm256_set1_epi32(-hsum_i32(DOT_U8I8_4(b8, _mm256_loadu_si256((const __m256i *)y[t]->qs))));
+        }
+        #pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            __m256i q = _mm256_loadu_si256((const __m256i *)p->qs[k]);
+            __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            #pragma GCC unroll 4
+            for (int t = 0; t < T; t++) {
+                int32_t yl, yh;
+                memcpy(&yl, y[t]->qs + 4 * k, 4);
+                memcpy(&yh, y[t]->qs + 16 + 4 * k, 4);
+                isum[t] = ACC_DOT_U8I8_4(isum[t], lo, _mm256_set1_epi32(yl));
+                isum[t] = ACC_DOT_U8I8_4(isum[t], hi, _mm256_set1_epi32(yh));
+            }
+        }
+        __m256 xd = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d));
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; t++)
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(_mm256_set1_ps(LL_FP16(y[t]->d)), xd), acc[t]);
+    }
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; t++) _mm256_storeu_ps(out + (size_t)t * out_stride, acc[t]);
+}
+
+static void dot_q4_0_packed(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
+                            int n_tok) {
+    switch (n_tok) {
+    case 4: q4_0_packed_tile(n, out, out_stride, tile, x, x_stride, 4); break;
+    case 3: q4_0_packed_tile(n, out, out_stride, tile, x, x_stride, 3); break;
+    case 2: q4_0_packed_tile(n, out, out_stride, tile, x, x_stride, 2); break;
+    default: q4_0_packed_tile(n, out, out_stride, tile, x, x_stride, 1); break;
+    }
+}
+
+#ifdef LL_AVX512
+/* Two adjacent Q4_0 tiles (16 rows) in 512-bit vectors, for prompts: each row the lane
+ * operations of q4_0_packed_tile, so its bits; the activation sums serve 16 rows. */
+static inline __attribute__((always_inline)) void q4_0_packed_tile16(int64_t n, float *out, size_t out_stride,
+                                                                     const block_q4_0_x8 *pa, const void *x,
+                                                                     size_t x_stride, const int T) {
+    const block_q4_0_x8 *pb = pa + n / 32;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512 acc[4];
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n / 32; i++, pa++, pb++) {
+        #pragma GCC unroll 3
+        for (int l = 0; l < 3; l++) prefetch_pair(pa, pb, l);
+        const block_q8_0 *y[4];
+        __m512i isum[4];
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; t++) {
+            y[t] = (const block_q8_0 *)((const uint8_t *)x + (size_t)t * x_stride) + i;
+            isum[t] = _mm512_set1_epi32(-hsum_i32(DOT_U8I8_4(_mm256_set1_epi8(8), _mm256_loadu_si256((const __m256i *)y[t]->qs))));
+        }
+        #pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            __m512i q = load_pair(pa->qs[k], pb->qs[k]);
+            __m512i lo = _mm512_and_si512(q, m4), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+            #pragma GCC unroll 4
+            for (int t = 0; t < T; t++) {
+                int32_t yl, yh;
+                memcpy(&yl, y[t]->qs + 4 * k, 4);
+                memcpy(&yh, y[t]->qs + 16 + 4 * k, 4);
+                isum[t] = _mm512_dpbusd_epi32(isum[t], lo, _mm512_set1_epi32(yl));
+                isum[t] = _mm512_dpbusd_epi32(isum[t], hi, _mm512_set1_epi32(yh));
+            }
+        }
+        __m512 xd = load_pair_f16(pa->d, pb->d);
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; t++)
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(_mm512_set1_ps(LL_FP16(y[t]->d)), xd), acc[t]);
+    }
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; t++) _mm512_storeu_ps(out + (size_t)t * out_stride, acc[t]);
+}
+
+static void dot_q4_0_packed2(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
+                             int n_tok) {
+    switch (n_tok) {
+    case 4: q4_0_packed_tile16(n, out, out_stride, tile, x, x_stride, 4); break;
+    case 3: q4_0_packed_tile16(n, out, out_stride, tile, x, x_stride, 3); break;
+    case 2: q4_0_packed_tile16(n, out, out_stride, tile, x, x_stride, 2); break;
+    default: q4_0_packed_tile16(n, out, out_stride, tile, x, x_stride, 1); break;
+    }
+}
+#endif
+
 /* Q5_0 repacked: eight rows interleaved four quants at a time. dot_q5_0's lane m holds
  * quants 4m..4m+3 (low nibbles of bytes 4m.. for m < 4, high nibbles of bytes 4(m-4)..
  * after), so a step loads bytes 4k..4k+3 of the eight rows (lanes k and k+4 of every row)
@@ -1753,10 +1882,13 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->pack_x8[LLAMBDA_TYPE_Q6_K] = pack_q6_K_x8;
     k->dot_packed[LLAMBDA_TYPE_Q6_K] = dot_q6_K_packed;
     k->pack_x8[LLAMBDA_TYPE_Q8_0] = pack_q8_0_x8;
+    k->pack_x8[LLAMBDA_TYPE_Q4_0] = pack_q4_0_x8;
+    k->dot_packed[LLAMBDA_TYPE_Q4_0] = dot_q4_0_packed;
     k->dot_packed[LLAMBDA_TYPE_Q8_0] = dot_q8_0_packed;
 #ifdef LL_AVX512
     k->dot_packed2[LLAMBDA_TYPE_Q4_K] = dot_q4_K_packed2;
     k->dot_packed2[LLAMBDA_TYPE_Q6_K] = dot_q6_K_packed2;
+    k->dot_packed2[LLAMBDA_TYPE_Q4_0] = dot_q4_0_packed2;
 #endif
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q6_K] = dot_q6_K_x8_t4;
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q8_0] = dot_q8_0_x8_t4;
