@@ -450,6 +450,7 @@ int main(void) {
     TEST("inference: repacked Q6_K weights give the mapped rows' bits (llama Q6_K)") test_repack_bits("models/tiny-llama31-Q6_K.gguf");
     TEST("inference: repacked Q8_0 weights give the mapped rows' bits (llama Q8_0)") test_repack_bits("models/tiny-llama31-Q8_0.gguf");
     TEST("inference: repacked Q4_0 weights give the mapped rows' bits (llama Q4_0)") test_repack_bits("models/tiny-llama31-Q4_0.gguf");
+    TEST("inference: repacked Q5_K weights give the mapped rows' bits (llama Q5_K_M)") test_repack_bits("models/tiny-llama31-Q5_K_M.gguf");
     TEST("inference: repacked Q4_K/Q5_0/Q6_K weights give the mapped rows' bits (nemotron experts)")
         test_repack_bits("archs/nemotron_h_moe/models/tiny-nemotron-h-moe-Q4_K_M.gguf");
     TEST("inference: repacked Q4_K/Q6_K weights give the mapped rows' bits (qwen3next experts)") test_repack_bits("archs/qwen3next/models/tiny-qwen3next-Q4_K_M.gguf");

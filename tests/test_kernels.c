@@ -331,6 +331,7 @@ int main(void) {
             ll_kernels k512 = scalar;
             ll_kernels_avx512(&k512);
             CHECK(k512.dot_packed2[LLAMBDA_TYPE_Q4_K] && k512.dot_packed2[LLAMBDA_TYPE_Q6_K], "no 16-row AVX-512 tiles");
+            CHECK(k512.pack_x8[LLAMBDA_TYPE_Q5_K] && k512.dot_packed[LLAMBDA_TYPE_Q5_K], "Q5_K has no repacked VNNI kernel");
         }
 #endif
     }

@@ -1323,6 +1323,128 @@ static void dot_q4_0_packed2(int64_t n, float *out, size_t out_stride, const voi
 }
 #endif
 
+#ifdef LL_AVX512
+/* Q5_K repacked (VNNI builds): eight rows interleaved four bytes at a time. dot_q5_K keeps
+ * eight float lanes per row (lane k: elements 4k..4k+3 of every 32-element sub-block) and
+ * one float for the mins, so the tile keeps, per token, eight accumulators holding the
+ * eight rows' lane k and one holding their mins, as q6_K_packed_tile does. A step (j, k)
+ * loads bytes 32j + 4k.. of qs and 4k.. of qh: sub-block 2j's quants in the low nibbles
+ * (fifth bit: qh bit 2j), 2j + 1's in the high ones (bit 2j + 1); two dot products, paired
+ * into int16 halves, meet the two sub-blocks' scales in one dpwssd. Same integers, same
+ * fused multiply-adds, same sums: the bits of dot_q5_K. */
+typedef struct {
+    uint16_t d[8], dmin[8];       /* per row */
+    uint8_t sc[4][8][2];          /* [group j][row]: scales of sub-blocks 2j, 2j + 1 */
+    uint8_t mn[4][8][2];          /* [sub-block pair][row]: mins */
+    uint8_t qh[8][8][4];          /* [step k][row]: qh bytes 4k..4k+3 */
+    uint8_t qs[4][8][8][4];       /* [group j][step k][row]: qs bytes 32j + 4k.. */
+} block_q5_K_x8;
+
+static size_t pack_q5_K_x8(int64_t n, const void *w, size_t stride, void *dst) {
+    int64_t nb = n / QK_K;
+    if (dst)
+        for (int64_t i = 0; i < nb; i++) {
+            block_q5_K_x8 *p = (block_q5_K_x8 *)dst + i;
+            for (int r = 0; r < 8; r++) {
+                const block_q5_K *a = (const block_q5_K *)((const uint8_t *)w + (size_t)r * stride) + i;
+                p->d[r] = a->d;
+                p->dmin[r] = a->dmin;
+                uint32_t u[4];
+                uint8_t sm[16];
+                k4_unpack(a->scales, u);   /* bytes 0-7 scales, 8-15 mins */
+                memcpy(sm, u, 16);
+                for (int sb = 0; sb < 8; sb++) { p->sc[sb / 2][r][sb % 2] = sm[sb]; p->mn[sb / 2][r][sb % 2] = sm[8 + sb]; }
+                for (int k = 0; k < 8; k++) {
+                    memcpy(p->qh[k][r], a->qh + 4 * k, 4);
+                    for (int j = 0; j < 4; j++) memcpy(p->qs[j][k][r], a->qs + 32 * j + 4 * k, 4);
+                }
+            }
+        }
+    return (size_t)nb * sizeof(block_q5_K_x8);
+}
+
+static inline __attribute__((always_inline)) void q5_K_packed_tile(int64_t n, float *out, size_t out_stride,
+                                                                   const block_q5_K_x8 *p, const void *x,
+                                                                   size_t x_stride, const int T) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10), lo16 = _mm256_set1_epi32(0xFFFF);
+    __m256 acc[2][8], accm[2];
+    #pragma GCC unroll 2
+    for (int t = 0; t < T; t++) {
+        accm[t] = _mm256_setzero_ps();
+        for (int k = 0; k < 8; k++) acc[t][k] = _mm256_setzero_ps();
+    }
+    for (int64_t i = 0; i < n / QK_K; i++, p++) {
+        const block_q8_K *y[2];
+        __m256 d[2];
+        __m256 xd = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d));
+        __m256 xdmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->dmin));
+        __m256i scp[4];
+        for (int j = 0; j < 4; j++) scp[j] = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p->sc[j]));
+        #pragma GCC unroll 2
+        for (int t = 0; t < T; t++) {
+            y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
+            d[t] = _mm256_mul_ps(_mm256_set1_ps(y[t]->d), xd);
+            /* the mins against the sub-block activation sums, as int16 pairs */
+            int16_t bs[8];
+            for (int sb = 0; sb < 8; sb++) bs[sb] = (int16_t)(y[t]->bsums[2 * sb] + y[t]->bsums[2 * sb + 1]);
+            __m256i ms = _mm256_setzero_si256();
+            for (int q = 0; q < 4; q++) {
+                int32_t pair;
+                memcpy(&pair, bs + 2 * q, 4);
+                ms = _mm256_dpwssd_epi32(ms, _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p->mn[q])), _mm256_set1_epi32(pair));
+            }
+            accm[t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(-y[t]->d), xdmin), _mm256_cvtepi32_ps(ms), accm[t]);
+        }
+        #pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            #pragma GCC unroll 3
+            for (int l = 0; l < 3; l++)   /* the 1440-byte block: 23 lines, 3 per step */
+                _mm_prefetch((const char *)p + PREFETCH_AHEAD + 64 * (3 * k + l), _MM_HINT_T0);
+            __m256i h = _mm256_loadu_si256((const __m256i *)p->qh[k]);
+            __m256i lane[2];
+            #pragma GCC unroll 2
+            for (int t = 0; t < T; t++) lane[t] = _mm256_setzero_si256();
+            #pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                __m256i q = _mm256_loadu_si256((const __m256i *)p->qs[j][k]);
+                /* fifth bits 2j and 2j + 1 moved to bit 4 (shifts within 16 bits; the mask keeps bit 4 of each byte) */
+                __m256i hl = 2 * j <= 4 ? _mm256_slli_epi16(h, 4 - 2 * j) : _mm256_srli_epi16(h, 2 * j - 4);
+                __m256i hh = 2 * j + 1 <= 4 ? _mm256_slli_epi16(h, 3 - 2 * j) : _mm256_srli_epi16(h, 2 * j - 3);
+                __m256i lo = _mm256_ternarylogic_epi32(_mm256_and_si256(q, m4), hl, b4, 0xF8);
+                __m256i hi = _mm256_ternarylogic_epi32(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), hh, b4, 0xF8);
+                #pragma GCC unroll 2
+                for (int t = 0; t < T; t++) {
+                    int32_t yl, yh;
+                    memcpy(&yl, y[t]->qs + 64 * j + 4 * k, 4);
+                    memcpy(&yh, y[t]->qs + 64 * j + 32 + 4 * k, 4);
+                    __m256i dl = _mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, _mm256_set1_epi32(yl));
+                    __m256i dh = _mm256_dpbusd_epi32(_mm256_setzero_si256(), hi, _mm256_set1_epi32(yh));
+                    __m256i pr = _mm256_ternarylogic_epi32(dl, _mm256_slli_epi32(dh, 16), lo16, 0xE4);
+                    lane[t] = _mm256_dpwssd_epi32(lane[t], pr, scp[j]);
+                }
+            }
+            #pragma GCC unroll 2
+            for (int t = 0; t < T; t++) acc[t][k] = _mm256_fmadd_ps(d[t], _mm256_cvtepi32_ps(lane[t]), acc[t][k]);
+        }
+    }
+    #pragma GCC unroll 2
+    for (int t = 0; t < T; t++) {   /* hsum8 of each row's eight lanes, then the mins */
+        __m256 r = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[t][0], acc[t][4]), _mm256_add_ps(acc[t][2], acc[t][6])),
+                                 _mm256_add_ps(_mm256_add_ps(acc[t][1], acc[t][5]), _mm256_add_ps(acc[t][3], acc[t][7])));
+        _mm256_storeu_ps(out + (size_t)t * out_stride, _mm256_add_ps(r, accm[t]));
+    }
+}
+
+static void dot_q5_K_packed(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
+                            int n_tok) {
+    int t = 0;
+    for (; t + 2 <= n_tok; t += 2)
+        q5_K_packed_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 2);
+    for (; t < n_tok; t++)
+        q5_K_packed_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 1);
+}
+#endif
+
 /* Q5_0 repacked: eight rows interleaved four quants at a time. dot_q5_0's lane m holds
  * quants 4m..4m+3 (low nibbles of bytes 4m.. for m < 4, high nibbles of bytes 4(m-4)..
  * after), so a step loads bytes 4k..4k+3 of the eight rows (lanes k and k+4 of every row)
@@ -1889,6 +2011,8 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->dot_packed2[LLAMBDA_TYPE_Q4_K] = dot_q4_K_packed2;
     k->dot_packed2[LLAMBDA_TYPE_Q6_K] = dot_q6_K_packed2;
     k->dot_packed2[LLAMBDA_TYPE_Q4_0] = dot_q4_0_packed2;
+    k->pack_x8[LLAMBDA_TYPE_Q5_K] = pack_q5_K_x8;
+    k->dot_packed[LLAMBDA_TYPE_Q5_K] = dot_q5_K_packed;
 #endif
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q6_K] = dot_q6_K_x8_t4;
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q8_0] = dot_q8_0_x8_t4;
