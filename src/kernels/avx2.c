@@ -60,6 +60,8 @@ int ll_cpu_has_avx2(void) { return ll_cpu_has_avx2_base(); }
 #define ACC_DOT_U8I8_4(acc, u, s) _mm256_add_epi32((acc), DOT_U8I8_4((u), (s)))
 #endif
 
+#define PREFETCH_AHEAD 16384   /* bytes ahead in the weight stream */
+
 /* hsum8 of scalar.c: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) */
 static inline float hsum8(__m256 x) {
     __m128 r = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
@@ -96,6 +98,16 @@ static void dot_f32(int64_t n, float *s, const void *w, const void *x) {
 }
 
 #ifdef LL_AVX512
+/* reduce_4x16 of four 16-lane accumulators held one per 512-bit register */
+static inline float reduce_4x16_zmm(const __m512 a[4]) {
+    __m512 s4 = _mm512_add_ps(_mm512_add_ps(a[0], a[2]), _mm512_add_ps(a[1], a[3]));
+    __m256 lo[4], hi[4];   /* reduce_4x16 on the sum already formed: the other three stay zero */
+    lo[0] = _mm512_castps512_ps256(s4);
+    hi[0] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s4), 1));
+    for (int k = 1; k < 4; k++) lo[k] = hi[k] = _mm256_setzero_ps();
+    return reduce_4x16(lo, hi);
+}
+
 /* Eight F32 rows against four activation rows (prompts; e.g. the MoE routers): each (row,
  * token) keeps dot_f32's four 16-lane accumulators, one 512-bit register each, and its
  * reduction; a row's weights are loaded once for the four tokens. */
@@ -117,12 +129,7 @@ static void dot_f32_x8_t4(int64_t n, float *out, size_t out_stride, const void *
                 for (int t = 0; t < 4; t++) acc[t][j] = _mm512_fmadd_ps(wa, _mm512_loadu_ps(b[t] + i + 16 * j), acc[t][j]);
             }
         for (int t = 0; t < 4; t++) {
-            __m512 s4 = _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][2]), _mm512_add_ps(acc[t][1], acc[t][3]));
-            __m256 lo[4], hi[4];   /* reduce_4x16 on the sum already formed: the other three stay zero */
-            lo[0] = _mm512_castps512_ps256(s4);
-            hi[0] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s4), 1));
-            for (int k = 1; k < 4; k++) lo[k] = hi[k] = _mm256_setzero_ps();
-            double sum = reduce_4x16(lo, hi);
+            double sum = reduce_4x16_zmm(acc[t]);
             for (int64_t k = i; k < n; k++) sum += (double)(a[k] * b[t][k]);
             out[(size_t)t * out_stride + r] = (float)sum;
         }
@@ -154,7 +161,25 @@ static inline __attribute__((always_inline)) float dot_x_f16(const void *a, int 
 
 static float dot_f16_f16(const uint16_t *a, const uint16_t *b, int64_t n) { return dot_x_f16(a, 0, b, n); }
 
-static void dot_f16(int64_t n, float *s, const void *w, const void *x) { *s = dot_f16_f16(w, x, n); }
+/* F16 weight rows: dot_f16_f16's operations, with the weight stream prefetched */
+static void dot_f16(int64_t n, float *s, const void *w, const void *x) {
+    const uint16_t *a = w, *b = x;
+    __m256 lo[4], hi[4];
+    for (int j = 0; j < 4; j++) lo[j] = hi[j] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD + 64, _MM_HINT_T0);
+        for (int j = 0; j < 4; j++) {
+            lo[j] = _mm256_fmadd_ps(load_f16(a + i + 16 * j), load_f16(b + i + 16 * j), lo[j]);
+            hi[j] = _mm256_fmadd_ps(load_f16(a + i + 16 * j + 8), load_f16(b + i + 16 * j + 8), hi[j]);
+        }
+    }
+    double sum = reduce_4x16(lo, hi);
+    for (; i < n; i++) sum += (double)(LL_FP16(a[i]) * LL_FP16(b[i]));
+    *s = (float)sum;
+}
+
 
 /* dot_f16_f16 with its first operand already widened (exactly) to f32: the same bits */
 static float dot_f32w_f16(const float *a, const uint16_t *b, int64_t n) { return dot_x_f16(a, 1, b, n); }
@@ -199,7 +224,6 @@ static void dot_q8_0(int64_t n, float *s, const void *w, const void *x) {
     *s = hsum8(acc);
 }
 
-#define PREFETCH_AHEAD 16384   /* bytes ahead in the weight stream */
 
 /* 16 packed nibble bytes -> 32 bytes: low nibbles first, then high nibbles */
 static inline __m256i unpack_nibbles(const uint8_t *p) {
@@ -336,6 +360,47 @@ static void x8_t4_by_rows(ll_vec_dot_fn dot, int64_t n, float *out, size_t out_s
         for (int r = 0; r < 8; r++)
             dot(n, &out[(size_t)t * out_stride + r], (const uint8_t *)w + (size_t)r * stride, (const uint8_t *)x + (size_t)t * x_stride);
 }
+
+#ifdef LL_AVX512
+/* Eight F16 rows against four activation rows (prompts): each (row, token) keeps
+ * dot_f16_f16's four 16-lane accumulators, one 512-bit register each, and its reduction;
+ * the activations are widened to f32 once per tile (exactly), each weight once per row. */
+#define F16_T4_MAX 8192
+static void dot_f16_x8_t4(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, const void *x,
+                          size_t x_stride) {
+    if (n > F16_T4_MAX) {
+        x8_t4_by_rows(dot_f16, n, out, out_stride, w, stride, x, x_stride);
+        return;
+    }
+    static _Thread_local float xf[4][F16_T4_MAX];
+    const uint16_t *b[4];
+    for (int t = 0; t < 4; t++) {
+        b[t] = (const uint16_t *)((const uint8_t *)x + (size_t)t * x_stride);
+        int64_t i = 0;
+        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(xf[t] + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b[t] + i))));
+        for (; i < n; i++) xf[t][i] = LL_FP16(b[t][i]);
+    }
+    for (int r = 0; r < 8; r++) {
+        const uint16_t *a = (const uint16_t *)((const uint8_t *)w + (size_t)r * stride);
+        __m512 acc[4][4];
+        for (int t = 0; t < 4; t++)
+            for (int j = 0; j < 4; j++) acc[t][j] = _mm512_setzero_ps();
+        int64_t i = 0;
+        for (; i + 64 <= n; i += 64)
+            #pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                __m512 wa = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a + i + 16 * j)));
+                #pragma GCC unroll 4
+                for (int t = 0; t < 4; t++) acc[t][j] = _mm512_fmadd_ps(wa, _mm512_loadu_ps(xf[t] + i + 16 * j), acc[t][j]);
+            }
+        for (int t = 0; t < 4; t++) {
+            double sum = reduce_4x16_zmm(acc[t]);
+            for (int64_t k = i; k < n; k++) sum += (double)(LL_FP16(a[k]) * LL_FP16(b[t][k]));
+            out[(size_t)t * out_stride + r] = (float)sum;
+        }
+    }
+}
+#endif
 
 /* Eight Q4_K rows against one activation row: out[r] equals dot_q4_K on row r.
  * Pass 1 walks the rows one after another (one contiguous stream of memory) and parks
@@ -2017,6 +2082,9 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q6_K] = dot_q6_K_x8_t4;
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q8_0] = dot_q8_0_x8_t4;
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q4_0] = dot_q4_0_x8_t4;
+#ifdef LL_AVX512
+    k->vec_dot_x8_t4[LLAMBDA_TYPE_F16] = dot_f16_x8_t4;
+#endif
     k->vec_dot[LLAMBDA_TYPE_Q5_K] = dot_q5_K;
     k->vec_dot[LLAMBDA_TYPE_Q6_K] = dot_q6_K;
     k->dot_f16_f16 = dot_f16_f16;
