@@ -161,6 +161,105 @@ static inline __attribute__((always_inline)) float dot_x_f16(const void *a, int 
 
 static float dot_f16_f16(const uint16_t *a, const uint16_t *b, int64_t n) { return dot_x_f16(a, 0, b, n); }
 
+/* eight bf16 values widened (exactly) to f32 */
+static inline __m256 load_bf16(const uint16_t *p) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
+}
+
+/* scalar.c's dot_bf16: two 16-lane fused accumulators (each as two 8-lane halves), each
+ * reduced as reduce16 (hsum8 of the halves' sum), summed in double with the tail */
+static void dot_bf16(int64_t n, float *s, const void *w, const void *x) {
+    const uint16_t *a = w, *b = x;
+    __m256 c[2][2] = {{_mm256_setzero_ps(), _mm256_setzero_ps()}, {_mm256_setzero_ps(), _mm256_setzero_ps()}};
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD, _MM_HINT_T0);
+        for (int h = 0; h < 2; h++) {
+            c[h][0] = _mm256_fmadd_ps(load_bf16(a + i + 16 * h), load_bf16(b + i + 16 * h), c[h][0]);
+            c[h][1] = _mm256_fmadd_ps(load_bf16(a + i + 16 * h + 8), load_bf16(b + i + 16 * h + 8), c[h][1]);
+        }
+    }
+    double sum = (double)hsum8(_mm256_add_ps(c[0][0], c[0][1])) + (double)hsum8(_mm256_add_ps(c[1][0], c[1][1]));
+    for (; i < n; i++) sum += (double)(ll_bf16_to_fp32(a[i]) * ll_bf16_to_fp32(b[i]));
+    *s = (float)sum;
+}
+
+#ifdef LL_AVX512
+/* sixteen bf16 values widened to f32 */
+static inline __m512 load_bf16x16(const uint16_t *p) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
+}
+
+/* dot_bf16's reduction of one 16-lane accumulator held in a 512-bit register */
+static inline float reduce16_zmm(__m512 a) {
+    return hsum8(_mm256_add_ps(_mm512_castps512_ps256(a), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))));
+}
+
+/* Eight BF16 rows against one activation row (decode): each row dot_bf16's two 16-lane
+ * accumulators (one register each), the activations widened once for the eight rows. */
+static void dot_bf16_x8(int64_t n, float *out, const void *w, size_t stride, const void *x) {
+    const uint16_t *b = x;
+    __m512 c[8][2];
+    for (int r = 0; r < 8; r++) c[r][0] = c[r][1] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m512 y0 = load_bf16x16(b + i), y1 = load_bf16x16(b + i + 16);
+        #pragma GCC unroll 8
+        for (int r = 0; r < 8; r++) {
+            const uint16_t *a = (const uint16_t *)((const uint8_t *)w + (size_t)r * stride) + i;
+            _mm_prefetch((const char *)a + PREFETCH_AHEAD, _MM_HINT_T0);
+            c[r][0] = _mm512_fmadd_ps(load_bf16x16(a), y0, c[r][0]);
+            c[r][1] = _mm512_fmadd_ps(load_bf16x16(a + 16), y1, c[r][1]);
+        }
+    }
+    for (int r = 0; r < 8; r++) {
+        const uint16_t *a = (const uint16_t *)((const uint8_t *)w + (size_t)r * stride);
+        double sum = (double)reduce16_zmm(c[r][0]) + (double)reduce16_zmm(c[r][1]);
+        for (int64_t k = i; k < n; k++) sum += (double)(ll_bf16_to_fp32(a[k]) * ll_bf16_to_fp32(b[k]));
+        out[r] = (float)sum;
+    }
+}
+
+/* Eight BF16 rows against four activation rows (prompts): rows outermost, each (row,
+ * token) dot_bf16's two accumulators; the four activation rows widened once per tile. */
+#define BF16_T4_MAX 8192
+static void dot_bf16_x8_t4(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, const void *x,
+                           size_t x_stride) {
+    if (n > BF16_T4_MAX) {
+        for (int t = 0; t < 4; t++)
+            dot_bf16_x8(n, out + (size_t)t * out_stride, w, stride, (const uint8_t *)x + (size_t)t * x_stride);
+        return;
+    }
+    static _Thread_local float xf[4][BF16_T4_MAX];
+    const uint16_t *b[4];
+    for (int t = 0; t < 4; t++) {
+        b[t] = (const uint16_t *)((const uint8_t *)x + (size_t)t * x_stride);
+        int64_t i = 0;
+        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(xf[t] + i, load_bf16x16(b[t] + i));
+        for (; i < n; i++) xf[t][i] = ll_bf16_to_fp32(b[t][i]);
+    }
+    for (int r = 0; r < 8; r++) {
+        const uint16_t *a = (const uint16_t *)((const uint8_t *)w + (size_t)r * stride);
+        __m512 c[4][2];
+        for (int t = 0; t < 4; t++) c[t][0] = c[t][1] = _mm512_setzero_ps();
+        int64_t i = 0;
+        for (; i + 32 <= n; i += 32) {
+            __m512 a0 = load_bf16x16(a + i), a1 = load_bf16x16(a + i + 16);
+            #pragma GCC unroll 4
+            for (int t = 0; t < 4; t++) {
+                c[t][0] = _mm512_fmadd_ps(a0, _mm512_loadu_ps(xf[t] + i), c[t][0]);
+                c[t][1] = _mm512_fmadd_ps(a1, _mm512_loadu_ps(xf[t] + i + 16), c[t][1]);
+            }
+        }
+        for (int t = 0; t < 4; t++) {
+            double sum = (double)reduce16_zmm(c[t][0]) + (double)reduce16_zmm(c[t][1]);
+            for (int64_t k = i; k < n; k++) sum += (double)(ll_bf16_to_fp32(a[k]) * ll_bf16_to_fp32(b[t][k]));
+            out[(size_t)t * out_stride + r] = (float)sum;
+        }
+    }
+}
+#endif
+
 /* F16 weight rows: dot_f16_f16's operations, with the weight stream prefetched */
 static void dot_f16(int64_t n, float *s, const void *w, const void *x) {
     const uint16_t *a = w, *b = x;
@@ -2081,6 +2180,11 @@ void ll_kernels_avx2(ll_kernels *k) {
 #endif
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q6_K] = dot_q6_K_x8_t4;
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q8_0] = dot_q8_0_x8_t4;
+    k->vec_dot[LLAMBDA_TYPE_BF16] = dot_bf16;
+#ifdef LL_AVX512
+    k->vec_dot_x8[LLAMBDA_TYPE_BF16] = dot_bf16_x8;
+    k->vec_dot_x8_t4[LLAMBDA_TYPE_BF16] = dot_bf16_x8_t4;
+#endif
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q4_0] = dot_q4_0_x8_t4;
 #ifdef LL_AVX512
     k->vec_dot_x8_t4[LLAMBDA_TYPE_F16] = dot_f16_x8_t4;

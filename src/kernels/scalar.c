@@ -48,11 +48,28 @@ float ll_dot_f16_f16(const uint16_t *a, const uint16_t *b, int64_t n) {
 
 static void dot_f16(int64_t n, float *s, const void *w, const void *x) { *s = ll_dot_f16_f16(w, x, n); }
 
+/* Sixteen lanes to one float: lanes l and l + 8, then l and l + 4, then the AVX pair sums
+ * (hsum8 of the two halves' sum). */
+static float reduce16(const float a[16]) {
+    float t8[8];
+    for (int l = 0; l < 8; l++) t8[l] = a[l] + a[l + 8];
+    return hsum8(t8);
+}
+
+/* BF16: two 16-lane fused accumulators (the first and second halves of every 32
+ * elements), each reduced to a float and summed in double with the tail, as llama.cpp's
+ * AVX-512 path lays its two accumulators out; vectorizes on every ISA with these bits. */
 static void dot_bf16(int64_t n, float *s, const void *w, const void *x) {
     const uint16_t *a = w, *b = x;
-    double acc = 0;
-    for (int64_t i = 0; i < n; i++) acc += (double)(ll_bf16_to_fp32(a[i]) * ll_bf16_to_fp32(b[i]));
-    *s = (float)acc;
+    float acc[2][16] = {{0}};
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int h = 0; h < 2; h++)
+            for (int l = 0; l < 16; l++)
+                acc[h][l] = fmaf(ll_bf16_to_fp32(a[i + 16 * h + l]), ll_bf16_to_fp32(b[i + 16 * h + l]), acc[h][l]);
+    double sum = (double)reduce16(acc[0]) + (double)reduce16(acc[1]);
+    for (; i < n; i++) sum += (double)(ll_bf16_to_fp32(a[i]) * ll_bf16_to_fp32(b[i]));
+    *s = (float)sum;
 }
 
 /* Q4_0 and Q4_K follow llama.cpp's repacked (8 rows interleaved) kernels, which it uses
