@@ -220,8 +220,8 @@ static void dot_bf16_x8(int64_t n, float *out, const void *w, size_t stride, con
     }
 }
 
-/* Eight BF16 rows against four activation rows (prompts): rows outermost, each (row,
- * token) dot_bf16's two accumulators; the four activation rows widened once per tile. */
+/* Eight BF16 rows against four activation rows (prompts): each (row, token) dot_bf16's two
+ * accumulators; the four activation rows widened once per tile. */
 #define BF16_T4_MAX 8192
 static void dot_bf16_x8_t4(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, const void *x,
                            size_t x_stride) {
@@ -238,24 +238,37 @@ static void dot_bf16_x8_t4(int64_t n, float *out, size_t out_stride, const void 
         for (; i + 16 <= n; i += 16) _mm512_storeu_ps(xf[t] + i, load_bf16x16(b[t] + i));
         for (; i < n; i++) xf[t][i] = ll_bf16_to_fp32(b[t][i]);
     }
-    for (int r = 0; r < 8; r++) {
-        const uint16_t *a = (const uint16_t *)((const uint8_t *)w + (size_t)r * stride);
-        __m512 c[4][2];
-        for (int t = 0; t < 4; t++) c[t][0] = c[t][1] = _mm512_setzero_ps();
-        int64_t i = 0;
-        for (; i + 32 <= n; i += 32) {
-            __m512 a0 = load_bf16x16(a + i), a1 = load_bf16x16(a + i + 16);
-            #pragma GCC unroll 4
-            for (int t = 0; t < 4; t++) {
-                c[t][0] = _mm512_fmadd_ps(a0, _mm512_loadu_ps(xf[t] + i), c[t][0]);
-                c[t][1] = _mm512_fmadd_ps(a1, _mm512_loadu_ps(xf[t] + i + 16), c[t][1]);
+    /* the two accumulators one after the other, four rows x four tokens at a time (as the
+     * F16 tile) */
+    int64_t n32 = n & ~(int64_t)31;
+    for (int r0 = 0; r0 < 8; r0 += 4) {
+        const uint16_t *a[4];
+        for (int rr = 0; rr < 4; rr++) a[rr] = (const uint16_t *)((const uint8_t *)w + (size_t)(r0 + rr) * stride);
+        float red[4][4][2];   /* [row][token][accumulator h], reduced */
+        for (int h = 0; h < 2; h++) {
+            __m512 acc[4][4];
+            for (int rr = 0; rr < 4; rr++)
+                for (int t = 0; t < 4; t++) acc[rr][t] = _mm512_setzero_ps();
+            for (int64_t i = 16 * h; i < n32; i += 32) {
+                __m512 wv[4];
+                #pragma GCC unroll 4
+                for (int rr = 0; rr < 4; rr++) wv[rr] = load_bf16x16(a[rr] + i);
+                #pragma GCC unroll 4
+                for (int t = 0; t < 4; t++) {
+                    __m512 xv = _mm512_loadu_ps(xf[t] + i);
+                    #pragma GCC unroll 4
+                    for (int rr = 0; rr < 4; rr++) acc[rr][t] = _mm512_fmadd_ps(wv[rr], xv, acc[rr][t]);
+                }
             }
+            for (int rr = 0; rr < 4; rr++)
+                for (int t = 0; t < 4; t++) red[rr][t][h] = reduce16_zmm(acc[rr][t]);
         }
-        for (int t = 0; t < 4; t++) {
-            double sum = (double)reduce16_zmm(c[t][0]) + (double)reduce16_zmm(c[t][1]);
-            for (int64_t k = i; k < n; k++) sum += (double)(ll_bf16_to_fp32(a[k]) * ll_bf16_to_fp32(b[t][k]));
-            out[(size_t)t * out_stride + r] = (float)sum;
-        }
+        for (int rr = 0; rr < 4; rr++)
+            for (int t = 0; t < 4; t++) {
+                double sum = (double)red[rr][t][0] + (double)red[rr][t][1];
+                for (int64_t k = n32; k < n; k++) sum += (double)(ll_bf16_to_fp32(a[rr][k]) * ll_bf16_to_fp32(b[t][k]));
+                out[(size_t)t * out_stride + r0 + rr] = (float)sum;
+            }
     }
 }
 #endif
@@ -479,24 +492,39 @@ static void dot_f16_x8_t4(int64_t n, float *out, size_t out_stride, const void *
         for (; i + 16 <= n; i += 16) _mm512_storeu_ps(xf[t] + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b[t] + i))));
         for (; i < n; i++) xf[t][i] = LL_FP16(b[t][i]);
     }
-    for (int r = 0; r < 8; r++) {
-        const uint16_t *a = (const uint16_t *)((const uint8_t *)w + (size_t)r * stride);
-        __m512 acc[4][4];
-        for (int t = 0; t < 4; t++)
-            for (int j = 0; j < 4; j++) acc[t][j] = _mm512_setzero_ps();
-        int64_t i = 0;
-        for (; i + 64 <= n; i += 64)
-            #pragma GCC unroll 4
-            for (int j = 0; j < 4; j++) {
-                __m512 wa = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a + i + 16 * j)));
+    /* Each of a pair's four 16-lane accumulators sums its own elements (64c + 16j + l)
+     * in order, so they can be made one after another: with one live accumulator per pair,
+     * four rows x four tokens fit the registers and each weight and activation vector
+     * loaded feeds four fused multiply-adds. */
+    int64_t n64 = n & ~(int64_t)63;
+    for (int r0 = 0; r0 < 8; r0 += 4) {
+        const uint16_t *a[4];
+        for (int rr = 0; rr < 4; rr++) a[rr] = (const uint16_t *)((const uint8_t *)w + (size_t)(r0 + rr) * stride);
+        __m512 part[4][4][4];   /* [row][token][accumulator j] */
+        for (int j = 0; j < 4; j++) {
+            __m512 acc[4][4];
+            for (int rr = 0; rr < 4; rr++)
+                for (int t = 0; t < 4; t++) acc[rr][t] = _mm512_setzero_ps();
+            for (int64_t i = 16 * j; i < n64; i += 64) {
+                __m512 wv[4];
                 #pragma GCC unroll 4
-                for (int t = 0; t < 4; t++) acc[t][j] = _mm512_fmadd_ps(wa, _mm512_loadu_ps(xf[t] + i + 16 * j), acc[t][j]);
+                for (int rr = 0; rr < 4; rr++) wv[rr] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a[rr] + i)));
+                #pragma GCC unroll 4
+                for (int t = 0; t < 4; t++) {
+                    __m512 xv = _mm512_loadu_ps(xf[t] + i);
+                    #pragma GCC unroll 4
+                    for (int rr = 0; rr < 4; rr++) acc[rr][t] = _mm512_fmadd_ps(wv[rr], xv, acc[rr][t]);
+                }
             }
-        for (int t = 0; t < 4; t++) {
-            double sum = reduce_4x16_zmm(acc[t]);
-            for (int64_t k = i; k < n; k++) sum += (double)(LL_FP16(a[k]) * LL_FP16(b[t][k]));
-            out[(size_t)t * out_stride + r] = (float)sum;
+            for (int rr = 0; rr < 4; rr++)
+                for (int t = 0; t < 4; t++) part[rr][t][j] = acc[rr][t];
         }
+        for (int rr = 0; rr < 4; rr++)
+            for (int t = 0; t < 4; t++) {
+                double sum = reduce_4x16_zmm(part[rr][t]);
+                for (int64_t k = n64; k < n; k++) sum += (double)(LL_FP16(a[rr][k]) * LL_FP16(b[t][k]));
+                out[(size_t)t * out_stride + r0 + rr] = (float)sum;
+            }
     }
 }
 #endif
