@@ -155,7 +155,7 @@ static llambda_status nemotron_forward(struct llambda_context *c, const int32_t 
         case LL_LAYER_MAMBA:
             ll_mamba2(c, Y, l, c->xb, n, c->xb2);
             break;
-        case LL_LAYER_ATTN:
+        case LL_LAYER_ATTN: {
             ll_matmul_op qkv[3] = {{&Y->wq, c->xb, n, c->q}, {&Y->wk, c->xb, n, c->k}, {&Y->wv, c->xb, n, c->v}};
             ll_matmul_many(c, qkv, 3);   /* one pool task */
             ll_add_bias(c->q, &Y->bq, n);
@@ -165,6 +165,7 @@ static llambda_status nemotron_forward(struct llambda_context *c, const int32_t 
             ll_attention(c, l, c->q, n, pos, c->att);
             ll_matmul(c, &Y->wo, c->att, n, c->xb2); ll_add_bias(c->xb2, &Y->bo, n);
             break;
+        }
         default:
             if (Y->moe.n_expert > 0) {
                 int Fs = (int)Y->up_shexp.rows;
