@@ -474,9 +474,9 @@ static void x8_t4_by_rows(ll_vec_dot_fn dot, int64_t n, float *out, size_t out_s
 }
 
 #ifdef LL_AVX512
-/* Eight F16 rows against four activation rows (prompts): each (row, token) keeps
- * dot_f16_f16's four 16-lane accumulators, one 512-bit register each, and its reduction;
- * the activations are widened to f32 once per tile (exactly), each weight once per row. */
+/* Eight F16 rows against four activation rows (prompts): each (row, token) gets
+ * dot_f16_f16's four 16-lane accumulators and its reduction; the activations are widened
+ * to f32 once per tile (exactly). */
 #define F16_T4_MAX 8192
 static void dot_f16_x8_t4(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, const void *x,
                           size_t x_stride) {
