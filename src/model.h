@@ -238,8 +238,9 @@ void ll_geglu(float *g, const float *u, int64_t n);
 /* Router alone: probabilities [n][X], chosen experts and weights [n][n_used]. */
 void ll_moe_route(const ll_moe *e, const float *logits, int n, float *probs, int32_t *sel, float *w);
 /* out[n][E] = the routed experts' contribution; router_in feeds the router, x the experts */
-/* with: up to 4 other products that run in the router's pool task (e.g. a shared expert's
- * input projections); none of them may write what the experts read */
+/* with: other products to run in the router's pool task (e.g. a shared expert's input
+ * projections; the first 4 share it, any more run just after); none may write what the
+ * experts read */
 void ll_moe_forward(struct llambda_context *c, const ll_moe *e, const float *router_in, const float *x, int n, float *out,
                     const ll_matmul_op *with, int n_with);
 /* Mamba-2 mixer for n tokens of normalised input u [n][E]; out [n][E]; state advances. */

@@ -315,6 +315,16 @@ static inline __m256i dot_i8_groups4(__m256i a, __m256i b) {
     return DOT_U8I8_4(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
 }
 
+#ifdef LL_AVX512
+/* -(c x the sum of each four activations), lane m for y[4m..4m+3]: where a dot product of
+ * quants stored unsigned (q + c) starts so that it ends at the exact Σ q·y (VNNI adds in
+ * 32 bits, no int16 stage). */
+static inline __m256i dot_start(char c, const int8_t *y) {
+    return _mm256_sub_epi32(_mm256_setzero_si256(),
+                            _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(c), _mm256_loadu_si256((const __m256i *)y)));
+}
+#endif
+
 /* unsigned bytes u (0..127) times signed bytes b, pairs summed to int16 */
 static inline __m256i mul_u8_i8_pairs(__m256i u, __m256i b) { return _mm256_maddubs_epi16(u, b); }
 
@@ -896,27 +906,20 @@ static size_t pack_q6_K_x8(int64_t n, const void *w, size_t stride, void *dst) {
 static inline __attribute__((always_inline)) void q6_K_packed_tile(int64_t n, float *out, size_t out_stride,
                                                                    const block_q6_K_x8 *p, const void *x,
                                                                    size_t x_stride, const int T) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30), m32 = _mm256_set1_epi8(32);
-    const __m256i dup = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,
-                                         0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
     __m256 acc[4][8];
     #pragma GCC unroll 4
     for (int t = 0; t < T; t++)
         for (int k = 0; k < 8; k++) acc[t][k] = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++, p++) {
         const block_q8_K *y[4];
-        __m256i ofs[4][8];   /* 32·y pair sums of each token, by 32-quant group */
-        __m256i sc[16];      /* each sub-block's row scales as int16 pairs (s, s) */
         __m256 d[4];
         __m256 xd = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d));
         #pragma GCC unroll 4
         for (int t = 0; t < T; t++) {
             y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
-            for (int g = 0; g < 8; g++) ofs[t][g] = mul_u8_i8_pairs(m32, _mm256_loadu_si256((const __m256i *)(y[t]->qs + 32 * g)));
             d[t] = _mm256_mul_ps(_mm256_set1_ps(y[t]->d), xd);
         }
-        for (int s = 0; s < 16; s++)
-            sc[s] = _mm256_shuffle_epi8(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p->sc[s])), dup);
 #ifdef LL_AVX512
         /* VNNI: each group's four products and its -32·(sum of the four y) in one dpbusd
          * (int32, within int16 range), two groups' sums paired into int16 halves, and one
@@ -926,16 +929,22 @@ static inline __attribute__((always_inline)) void q6_K_packed_tile(int64_t n, fl
         __m256i scp[4][2];       /* [group pair][sub-block half]: rows' (scale of 2P, of 2P+1) */
         #pragma GCC unroll 4
         for (int t = 0; t < T; t++)
-            for (int g = 0; g < 8; g++)
-                _mm256_storeu_si256((__m256i *)nofs[t][g],
-                                    _mm256_sub_epi32(_mm256_setzero_si256(),
-                                                     _mm256_dpbusd_epi32(_mm256_setzero_si256(), m32,
-                                                                         _mm256_loadu_si256((const __m256i *)(y[t]->qs + 32 * g)))));
+            for (int g = 0; g < 8; g++) _mm256_storeu_si256((__m256i *)nofs[t][g], dot_start(32, y[t]->qs + 32 * g));
         for (int P = 0; P < 4; P++)
             for (int h2 = 0; h2 < 2; h2++)
                 scp[P][h2] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)p->sc[4 * P + h2]),
                                                                     _mm_loadl_epi64((const __m128i *)p->sc[4 * P + 2 + h2])));
-        (void)sc; (void)ofs;
+#else
+        const __m256i m32 = _mm256_set1_epi8(32);
+        const __m256i dup = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,
+                                             0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
+        __m256i ofs[4][8];   /* 32·y pair sums of each token, by 32-quant group */
+        __m256i sc[16];      /* each sub-block's row scales as int16 pairs (s, s) */
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; t++)
+            for (int g = 0; g < 8; g++) ofs[t][g] = mul_u8_i8_pairs(m32, _mm256_loadu_si256((const __m256i *)(y[t]->qs + 32 * g)));
+        for (int s = 0; s < 16; s++)
+            sc[s] = _mm256_shuffle_epi8(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p->sc[s])), dup);
 #endif
         #pragma GCC unroll 8
         for (int k = 0; k < 8; k++) {
@@ -1109,7 +1118,6 @@ static inline __attribute__((always_inline)) void q6_K_packed_tile16(int64_t n, 
                                                                      size_t x_stride, const int T) {
     const block_q6_K_x8 *pb = pa + n / QK_K;
     const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
-    const __m256i m32 = _mm256_set1_epi8(32);
     __m512 acc[2][8];
     #pragma GCC unroll 2
     for (int t = 0; t < T; t++)
@@ -1123,11 +1131,7 @@ static inline __attribute__((always_inline)) void q6_K_packed_tile16(int64_t n, 
         #pragma GCC unroll 2
         for (int t = 0; t < T; t++) {
             y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
-            for (int g = 0; g < 8; g++)
-                _mm256_storeu_si256((__m256i *)nofs[t][g],
-                                    _mm256_sub_epi32(_mm256_setzero_si256(),
-                                                     _mm256_dpbusd_epi32(_mm256_setzero_si256(), m32,
-                                                                         _mm256_loadu_si256((const __m256i *)(y[t]->qs + 32 * g)))));
+            for (int g = 0; g < 8; g++) _mm256_storeu_si256((__m256i *)nofs[t][g], dot_start(32, y[t]->qs + 32 * g));
             d[t] = _mm512_mul_ps(_mm512_set1_ps(y[t]->d), xd);
         }
         for (int P = 0; P < 4; P++)
@@ -1291,14 +1295,6 @@ static size_t pack_q8_0_x8(int64_t n, const void *w, size_t stride, void *dst) {
     return (size_t)nb * 8 * sizeof(block_q8_0);
 }
 
-#ifdef LL_AVX512
-/* -128 x the sums of each four activations of a block: where the dot products start */
-static inline __m256i q8_0_unsigned_start(const int8_t *qs) {
-    return _mm256_sub_epi32(_mm256_setzero_si256(),
-                            _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8((char)0x80), _mm256_loadu_si256((const __m256i *)qs)));
-}
-#endif
-
 /* A repacked tile against one activation row: each row dot_q8_0's operations in its own
  * accumulator, so its bits. */
 static void q8_0_packed_rows(int64_t n, float *out, const block_q8_0 *p, const block_q8_0 *y) {
@@ -1311,7 +1307,7 @@ static void q8_0_packed_rows(int64_t n, float *out, const block_q8_0 *p, const b
         __m256i yq = _mm256_loadu_si256((const __m256i *)y[i].qs);
         float yd = LL_FP16(y[i].d);
 #ifdef LL_AVX512
-        __m256i start = q8_0_unsigned_start(y[i].qs);
+        __m256i start = dot_start((char)Q8_0_PACK_BIAS, y[i].qs);
 #endif
         #pragma GCC unroll 8
         for (int r = 0; r < 8; r++) {
@@ -1345,7 +1341,7 @@ static void q8_0_packed_x8_t4(int64_t n, float *out, size_t out_stride, const bl
         #pragma GCC unroll 4
         for (int t = 0; t < 4; t++) {
             yv[t] = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)y[t][i].qs));
-            start[t] = _mm512_broadcast_i64x4(q8_0_unsigned_start(y[t][i].qs));
+            start[t] = _mm512_broadcast_i64x4(dot_start((char)Q8_0_PACK_BIAS, y[t][i].qs));
             yd[t] = LL_FP16(y[t][i].d);
         }
         #pragma GCC unroll 4
@@ -1685,7 +1681,7 @@ static inline __attribute__((always_inline)) void q5_0_packed_tile(int64_t n, fl
         for (int t = 0; t < T; t++) {
             y[t] = (const block_q8_0 *)((const uint8_t *)x + (size_t)t * x_stride) + i;
 #ifdef LL_AVX512   /* negated: the dot products start from it */
-            _mm256_storeu_si256((__m256i *)off[t], _mm256_sub_epi32(_mm256_setzero_si256(), DOT_U8I8_4(b16, _mm256_loadu_si256((const __m256i *)y[t]->qs))));
+            _mm256_storeu_si256((__m256i *)off[t], dot_start(16, y[t]->qs));
 #else
             _mm256_storeu_si256((__m256i *)off[t], DOT_U8I8_4(b16, _mm256_loadu_si256((const __m256i *)y[t]->qs)));
 #endif
@@ -1747,9 +1743,7 @@ static inline __attribute__((always_inline)) void q5_0_packed_tile16(int64_t n, 
         for (int l = 0; l < 3; l++) prefetch_pair(pa, pb, l);
         for (int t = 0; t < T; t++) {
             y[t] = (const block_q8_0 *)((const uint8_t *)x + (size_t)t * x_stride) + i;
-            /* negated: the dot products below start from it (exact integers, one op fewer) */
-            _mm256_storeu_si256((__m256i *)off[t], _mm256_sub_epi32(_mm256_setzero_si256(),
-                                                                    DOT_U8I8_4(_mm256_set1_epi8(16), _mm256_loadu_si256((const __m256i *)y[t]->qs))));
+            _mm256_storeu_si256((__m256i *)off[t], dot_start(16, y[t]->qs));   /* the dot products below start from it */
             d[t] = _mm512_mul_ps(xd, _mm512_set1_ps(LL_FP16(y[t]->d)));
         }
         #pragma GCC unroll 4
@@ -2018,15 +2012,13 @@ static inline int exp8(__m256 x, __m256 *e) {
     return 1;
 }
 
-static inline float silu1(float x) { return x / (1.0f + ll_exp_simd_inline(-x)); }
-
 /* x / (1 + e^-x) of eight lanes (-x exact, by the sign bit), ll_silu's bits */
 static inline __m256 silu8(__m256 x) {
     __m256 e;
     if (exp8(_mm256_xor_ps(x, _mm256_set1_ps(-0.0f)), &e)) return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
     float v[8];
     _mm256_storeu_ps(v, x);
-    for (int l = 0; l < 8; l++) v[l] = silu1(v[l]);
+    for (int l = 0; l < 8; l++) v[l] = ll_silu_inline(v[l]);
     return _mm256_loadu_ps(v);
 }
 
@@ -2036,7 +2028,7 @@ static void swiglu(float *g, const float *u, int64_t n) {
     for (; i + 8 <= body; i += 8) {
         __m256 gv = _mm256_loadu_ps(g + i), e;
         if (!exp8(_mm256_sub_ps(_mm256_setzero_ps(), gv), &e)) {
-            for (int l = 0; l < 8; l++) g[i + l] = g[i + l] / (1.0f + ll_exp_simd_inline(-g[i + l])) * u[i + l];
+            for (int l = 0; l < 8; l++) g[i + l] = ll_silu_inline(g[i + l]) * u[i + l];
             continue;
         }
         _mm256_storeu_ps(g + i, _mm256_mul_ps(_mm256_div_ps(gv, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), _mm256_loadu_ps(u + i)));
@@ -2057,7 +2049,7 @@ static void exp_shifted(float *y, const float *x, float sub, int64_t n) {
 static void silu(float *y, const float *x, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, silu8(_mm256_loadu_ps(x + i)));
-    for (; i < n; i++) y[i] = silu1(x[i]);
+    for (; i < n; i++) y[i] = ll_silu_inline(x[i]);
 }
 
 /* eight channels at a time: each lane the fmaf chain of scalar.c's conv_silu (weights
@@ -2076,7 +2068,7 @@ static void conv_silu(float *out, const float *const *src, const float *w, int K
         float s = 0.0f;
         for (int k = 0; k < K; k++) s = fmaf(src[k][i], w[i * K + k], s);
         if (bias) s += bias[i];
-        out[i] = silu1(s);
+        out[i] = ll_silu_inline(s);
     }
 }
 
@@ -2196,25 +2188,21 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->pack_x8[LLAMBDA_TYPE_Q6_K] = pack_q6_K_x8;
     k->dot_packed[LLAMBDA_TYPE_Q6_K] = dot_q6_K_packed;
     k->pack_x8[LLAMBDA_TYPE_Q8_0] = pack_q8_0_x8;
+    k->dot_packed[LLAMBDA_TYPE_Q8_0] = dot_q8_0_packed;
     k->pack_x8[LLAMBDA_TYPE_Q4_0] = pack_q4_0_x8;
     k->dot_packed[LLAMBDA_TYPE_Q4_0] = dot_q4_0_packed;
-    k->dot_packed[LLAMBDA_TYPE_Q8_0] = dot_q8_0_packed;
+    k->vec_dot_x8_t4[LLAMBDA_TYPE_Q6_K] = dot_q6_K_x8_t4;
+    k->vec_dot_x8_t4[LLAMBDA_TYPE_Q8_0] = dot_q8_0_x8_t4;
+    k->vec_dot_x8_t4[LLAMBDA_TYPE_Q4_0] = dot_q4_0_x8_t4;
+    k->vec_dot[LLAMBDA_TYPE_BF16] = dot_bf16;
 #ifdef LL_AVX512
     k->dot_packed2[LLAMBDA_TYPE_Q4_K] = dot_q4_K_packed2;
     k->dot_packed2[LLAMBDA_TYPE_Q6_K] = dot_q6_K_packed2;
     k->dot_packed2[LLAMBDA_TYPE_Q4_0] = dot_q4_0_packed2;
     k->pack_x8[LLAMBDA_TYPE_Q5_K] = pack_q5_K_x8;
     k->dot_packed[LLAMBDA_TYPE_Q5_K] = dot_q5_K_packed;
-#endif
-    k->vec_dot_x8_t4[LLAMBDA_TYPE_Q6_K] = dot_q6_K_x8_t4;
-    k->vec_dot_x8_t4[LLAMBDA_TYPE_Q8_0] = dot_q8_0_x8_t4;
-    k->vec_dot[LLAMBDA_TYPE_BF16] = dot_bf16;
-#ifdef LL_AVX512
     k->vec_dot_x8[LLAMBDA_TYPE_BF16] = dot_bf16_x8;
     k->vec_dot_x8_t4[LLAMBDA_TYPE_BF16] = dot_bf16_x8_t4;
-#endif
-    k->vec_dot_x8_t4[LLAMBDA_TYPE_Q4_0] = dot_q4_0_x8_t4;
-#ifdef LL_AVX512
     k->vec_dot_x8_t4[LLAMBDA_TYPE_F16] = dot_f16_x8_t4;
 #endif
     k->vec_dot[LLAMBDA_TYPE_Q5_K] = dot_q5_K;

@@ -360,7 +360,7 @@ static void exp_shifted(float *y, const float *x, float sub, int64_t n) {
 }
 
 static void silu(float *y, const float *x, int64_t n) {
-    for (int64_t i = 0; i < n; i++) y[i] = x[i] / (1.0f + ll_exp_simd(-x[i]));
+    for (int64_t i = 0; i < n; i++) y[i] = ll_silu_inline(x[i]);
 }
 
 static void conv_silu(float *out, const float *const *src, const float *w, int K, const float *bias, int64_t n) {
@@ -368,7 +368,7 @@ static void conv_silu(float *out, const float *const *src, const float *w, int K
         float s = 0.0f;
         for (int k = 0; k < K; k++) s = fmaf(src[k][i], w[i * K + k], s);
         if (bias) s += bias[i];
-        out[i] = s / (1.0f + ll_exp_simd(-s));
+        out[i] = ll_silu_inline(s);
     }
 }
 

@@ -102,10 +102,12 @@ void ll_moe_forward(struct llambda_context *c, const ll_moe *e, const float *rou
     int E = h->n_embd, X = e->n_expert, K = e->n_used, FX = e->n_ff;
     float *logits = c->moe_logits, *probs = c->moe_probs, *w = c->moe_w, *eo = c->moe_out;
     int32_t *sel = c->moe_sel;
-    ll_matmul_op first[5] = {{&e->router, router_in, n, logits}};
-    if (n_with > 4) n_with = 4;
-    for (int i = 0; i < n_with; i++) first[1 + i] = with[i];
-    ll_matmul_many(c, first, 1 + n_with);   /* the router and the caller's products: one task */
+    enum { MAX_WITH = 4 };
+    ll_matmul_op first[1 + MAX_WITH] = {{&e->router, router_in, n, logits}};
+    int k_with = n_with < MAX_WITH ? n_with : MAX_WITH;
+    for (int i = 0; i < k_with; i++) first[1 + i] = with[i];
+    ll_matmul_many(c, first, 1 + k_with);   /* the router and the caller's products: one task */
+    if (n_with > k_with) ll_matmul_many(c, with + k_with, n_with - k_with);   /* any beyond: a task of their own */
     ll_moe_route(e, logits, n, probs, sel, w);
     float *xg = c->moe_in, *hg = c->moe_h, *ug = c->moe_u, *dg = c->moe_d;
     int *rows = c->moe_rows;
