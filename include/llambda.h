@@ -192,16 +192,19 @@ llambda_status llambda_gguf_writer_write(llambda_gguf_writer *w, const char *pat
 /* File types (general.file_type, llama.cpp's llama_ftype ids). */
 enum llambda_ftype {
     LLAMBDA_FTYPE_F32 = 0, LLAMBDA_FTYPE_F16 = 1, LLAMBDA_FTYPE_Q4_0 = 2, LLAMBDA_FTYPE_Q8_0 = 7,
-    LLAMBDA_FTYPE_Q4_K_M = 15, LLAMBDA_FTYPE_Q5_K_M = 17, LLAMBDA_FTYPE_Q6_K = 18, LLAMBDA_FTYPE_BF16 = 32,
+    LLAMBDA_FTYPE_Q4_K_M = 15, LLAMBDA_FTYPE_Q5_K_M = 17, LLAMBDA_FTYPE_Q6_K = 18, LLAMBDA_FTYPE_IQ4_XS = 30,
+    LLAMBDA_FTYPE_BF16 = 32,
 };
-/* "Q4_K_M" -> 15 etc.; -1 if unknown. */
+/* "Q4_K_M" -> 15 etc. for the file types llambda_quantize_file makes; -1 if unknown. */
 int llambda_ftype_from_name(const char *name);
+/* The name of any of llama.cpp's file types ("IQ2_XXS", ...), NULL if unknown. */
 const char *llambda_ftype_name(int ftype);
 /* The type llama.cpp's quantizer gives a tensor for a file type. i_kind/n_kind: index and
  * count of this tensor among its kind (attn_v-like or ffn_down tensors; the layer index
- * and layer count for dense models); has_output: the model has output.weight. */
+ * and layer count for dense models); has_output: the model has output.weight; n_gqa:
+ * query heads per KV head. */
 int llambda_quant_tensor_type(int ftype, const char *name, int n_dims, const int64_t *ne, int src_type,
-                              int i_kind, int n_kind, bool has_output, int n_expert);
+                              int i_kind, int n_kind, bool has_output, int n_expert, int n_gqa);
 typedef bool (*llambda_progress_fn)(float progress, const char *what, void *user);
 /* Quantize a F32/F16/BF16 GGUF to ftype; metadata copied, general.file_type set. */
 llambda_status llambda_quantize_file(const char *in, const char *out, int ftype, int n_threads,

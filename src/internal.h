@@ -106,6 +106,19 @@ typedef size_t (*ll_pack_x8_fn)(int64_t n, const void *w, size_t stride, void *d
 typedef void (*ll_dot_packed_fn)(int64_t n, float *out, size_t out_stride, const void *tile, const void *x,
                                  size_t x_stride, int n_tok);
 
+/* Activation formats beyond the weight types: values rounded to f16 (bf16) exactly as
+ * llama.cpp rounds the activations it multiplies F16 (BF16) weights with, held as f32, so
+ * a kernel never widens them again (one conversion per token, not one per tile). */
+enum { LL_ACT_F16_AS_F32 = LLAMBDA_TYPE_COUNT, LL_ACT_BF16_AS_F32, LL_ACT_COUNT };
+/* Bytes of one activation row in format vdt. The f32-held formats add a cache line, so
+ * that the rows of a prompt tile (power-of-two widths) do not share the same cache sets. */
+size_t ll_act_row_bytes(int vdt, int64_t n);
+
+/* Optional, float weights: n_rows rows (stride bytes apart) against n_tok activation rows
+ * (x_stride bytes apart), out[t * out_stride + r], each equal to vec_dot bit for bit. */
+typedef void (*ll_gemm_fn)(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, int n_rows,
+                           const void *x, size_t x_stride, int n_tok);
+
 typedef struct ll_compute_traits {
     int vec_dot_type;
     ll_vec_dot_fn vec_dot;
@@ -120,7 +133,8 @@ typedef struct ll_kernels {
     ll_pack_x8_fn pack_x8[LLAMBDA_TYPE_COUNT];       /* optional repacked layouts, */
     ll_dot_packed_fn dot_packed[LLAMBDA_TYPE_COUNT]; /* with their tile kernels, */
     ll_dot_packed_fn dot_packed2[LLAMBDA_TYPE_COUNT]; /* optional: two adjacent tiles (16 rows) at once */
-    ll_from_float_fn from_float[LLAMBDA_TYPE_COUNT]; /* by activation type */
+    ll_gemm_fn gemm[LLAMBDA_TYPE_COUNT];             /* optional: prompt products of float weights */
+    ll_from_float_fn from_float[LL_ACT_COUNT];     /* by activation format */
     float (*dot_f16_f16)(const uint16_t *a, const uint16_t *b, int64_t n);  /* attention q·k */
     void (*axpy)(float *y, const float *x, float a, int64_t n);   /* y[i] = fma(x[i], a, y[i]) */
     /* One gated-DeltaNet head's memory step over its S rows of S: row j decays, is read
@@ -155,7 +169,7 @@ void ll_attend_f16_scalar(const uint16_t *q16, const uint16_t *K, const uint16_t
                           int n, int ring, float scale, uint16_t *acc16, float *out);
 
 const ll_kernels *ll_kernels_get(void);
-int ll_vec_dot_type(int weight_type);   /* -1 if the type cannot be multiplied */
+int ll_vec_dot_type(int weight_type);   /* its activation format; -1 if the type cannot be multiplied */
 void ll_kernels_scalar(ll_kernels *k);
 #ifdef LL_HAVE_AVX2
 void ll_kernels_avx2(ll_kernels *k);
@@ -202,6 +216,8 @@ void ll_quantize_row_q8_1(const float *x, void *y, int64_t n);
 void ll_quantize_row_q8_K(const float *x, void *y, int64_t n);
 void ll_convert_row_f16(const float *x, void *y, int64_t n);
 void ll_convert_row_bf16(const float *x, void *y, int64_t n);
+void ll_round_row_f16(const float *x, void *y, int64_t n);    /* to f16 and back: LL_ACT_F16_AS_F32 */
+void ll_round_row_bf16(const float *x, void *y, int64_t n);   /* to bf16 and back: LL_ACT_BF16_AS_F32 */
 void ll_convert_row_f32(const float *x, void *y, int64_t n);
 
 #endif

@@ -6,16 +6,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* llama.cpp's file types; those with a base type are the ones the quantizer makes */
 static const struct { const char *name; int ftype, base_type; } ftypes[] = {
     {"F32", LLAMBDA_FTYPE_F32, LLAMBDA_TYPE_F32}, {"F16", LLAMBDA_FTYPE_F16, LLAMBDA_TYPE_F16},
     {"BF16", LLAMBDA_FTYPE_BF16, LLAMBDA_TYPE_BF16}, {"Q4_0", LLAMBDA_FTYPE_Q4_0, LLAMBDA_TYPE_Q4_0},
     {"Q8_0", LLAMBDA_FTYPE_Q8_0, LLAMBDA_TYPE_Q8_0}, {"Q4_K_M", LLAMBDA_FTYPE_Q4_K_M, LLAMBDA_TYPE_Q4_K},
     {"Q5_K_M", LLAMBDA_FTYPE_Q5_K_M, LLAMBDA_TYPE_Q5_K}, {"Q6_K", LLAMBDA_FTYPE_Q6_K, LLAMBDA_TYPE_Q6_K},
+    {"IQ4_XS", LLAMBDA_FTYPE_IQ4_XS, LLAMBDA_TYPE_IQ4_XS},
+    {"Q4_1", 3, -1}, {"Q5_0", 8, -1}, {"Q5_1", 9, -1}, {"Q2_K", 10, -1}, {"Q3_K_S", 11, -1}, {"Q3_K_M", 12, -1},
+    {"Q3_K_L", 13, -1}, {"Q4_K_S", 14, -1}, {"Q5_K_S", 16, -1}, {"IQ2_XXS", 19, -1}, {"IQ2_XS", 20, -1},
+    {"Q2_K_S", 21, -1}, {"IQ3_XS", 22, -1}, {"IQ3_XXS", 23, -1}, {"IQ1_S", 24, -1}, {"IQ4_NL", 25, -1},
+    {"IQ3_S", 26, -1}, {"IQ3_M", 27, -1}, {"IQ2_S", 28, -1}, {"IQ2_M", 29, -1}, {"IQ1_M", 31, -1},
+    {"TQ1_0", 36, -1}, {"TQ2_0", 37, -1}, {"MXFP4_MOE", 38, -1},
 };
 #define N_FTYPES ((int)(sizeof ftypes / sizeof *ftypes))
 
 int llambda_ftype_from_name(const char *name) {
-    for (int i = 0; i < N_FTYPES; i++) if (!strcasecmp(name, ftypes[i].name)) return ftypes[i].ftype;
+    for (int i = 0; i < N_FTYPES; i++)
+        if (ftypes[i].base_type >= 0 && !strcasecmp(name, ftypes[i].name)) return ftypes[i].ftype;
     return -1;
 }
 const char *llambda_ftype_name(int ftype) {
@@ -58,12 +66,12 @@ static int fallback(int type, int64_t ne0) {
 }
 
 int llambda_quant_tensor_type(int ftype, const char *name, int n_dims, const int64_t *ne, int src_type,
-                              int i_kind, int n_kind, bool has_output, int n_expert) {
+                              int i_kind, int n_kind, bool has_output, int n_expert, int n_gqa) {
     int type = base_type(ftype);
     if (type < 0) return -1;
     if (!is_quantizable(name, n_dims)) return src_type;
     if (ftype == LLAMBDA_FTYPE_F32 || ftype == LLAMBDA_FTYPE_F16 || ftype == LLAMBDA_FTYPE_BF16) return type;
-    int k_mix = ftype == LLAMBDA_FTYPE_Q4_K_M || ftype == LLAMBDA_FTYPE_Q5_K_M;
+    int k_mix = ftype == LLAMBDA_FTYPE_Q4_K_M || ftype == LLAMBDA_FTYPE_Q5_K_M, iq4 = ftype == LLAMBDA_FTYPE_IQ4_XS;
     if (!strcmp(name, "output.weight") || (!has_output && !strcmp(name, "token_embd.weight"))) {
         if (ne[0] % QK_K != 0) type = LLAMBDA_TYPE_Q8_0;
         else if (type != LLAMBDA_TYPE_Q8_0) type = LLAMBDA_TYPE_Q6_K;
@@ -71,13 +79,15 @@ int llambda_quant_tensor_type(int ftype, const char *name, int n_dims, const int
         /* unchanged */
     } else if (strstr(name, "attn_v.weight") || strstr(name, "attn_qkv.weight") || strstr(name, "attn_kv_b.weight")) {
         if (k_mix && use_more_bits(i_kind, n_kind)) type = LLAMBDA_TYPE_Q6_K;
-        if (n_expert == 8 && k_mix) type = LLAMBDA_TYPE_Q8_0;
+        if (iq4 && n_gqa >= 4) type = LLAMBDA_TYPE_Q5_K;
+        if (n_expert == 8 && (k_mix || iq4)) type = LLAMBDA_TYPE_Q8_0;
     } else if (strstr(name, "attn_k.weight")) {
-        if (n_expert == 8 && k_mix) type = LLAMBDA_TYPE_Q8_0;
+        if (n_expert == 8 && (k_mix || iq4)) type = LLAMBDA_TYPE_Q8_0;
     } else if (strstr(name, "ffn_down")) {
         if (k_mix && use_more_bits(i_kind, n_kind)) type = LLAMBDA_TYPE_Q6_K;
+        if (iq4 && i_kind < n_kind / 8) type = LLAMBDA_TYPE_Q5_K;   /* (without an importance matrix) */
     } else if (strstr(name, "attn_output.weight")) {
-        if (ftype == LLAMBDA_FTYPE_Q4_K_M && n_expert == 8) type = LLAMBDA_TYPE_Q5_K;
+        if ((ftype == LLAMBDA_FTYPE_Q4_K_M || iq4) && n_expert == 8) type = LLAMBDA_TYPE_Q5_K;
     }
     return fallback(type, ne[0]);
 }
@@ -146,6 +156,11 @@ llambda_status llambda_quantize_file(const char *in, const char *out, int ftype,
     char key[128];
     snprintf(key, sizeof key, "%s.expert_count", arch);
     int n_expert = (int)llambda_gguf_get_int(g, key, 0, NULL);
+    snprintf(key, sizeof key, "%s.attention.head_count", arch);
+    int64_t n_head = llambda_gguf_get_int(g, key, 1, NULL);
+    snprintf(key, sizeof key, "%s.attention.head_count_kv", arch);
+    int64_t n_head_kv = llambda_gguf_get_int(g, key, n_head, NULL);   /* (a per-layer array reads as the default) */
+    int n_gqa = n_head_kv > 0 ? (int)(n_head / n_head_kv) : 1;
     int has_output = llambda_gguf_find_tensor(g, "output.weight") != NULL;
     /* counters over attn_v-like and ffn_down tensors, in layer order */
     int n_v = 0, n_down = 0;
@@ -173,7 +188,7 @@ llambda_status llambda_quantize_file(const char *in, const char *out, int ftype,
             }
         }
         types[i] = llambda_quant_tensor_type(ftype, t->name, t->n_dims, t->ne, t->type, i_kind, is_v ? n_v : n_down,
-                                             has_output, n_expert);
+                                             has_output, n_expert, n_gqa);
     }
     for (int64_t i = 0; i < llambda_gguf_n_kv(g); i++) {
         const char *k = llambda_gguf_key(g, i);

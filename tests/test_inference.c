@@ -5,6 +5,7 @@
 #include "harness.h"
 #include <math.h>
 #include <stdint.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------ allocation counter
  * The test binary overrides malloc & co. (glibc symbol interposition) to count calls
@@ -37,7 +38,7 @@ static const int32_t PROMPT[] = {1016, 39, 301, 385, 289, 269, 509, 11, 420, 374
 
 static llambda_model *load(const char *rel) {
     llambda_model *m = NULL;
-    if (llambda_model_load(fixture(rel), NULL, &m)) CHECK(0, "load %s: %s", rel, llambda_last_error());
+    if (llambda_model_load(rel[0] == '/' ? rel : fixture(rel), NULL, &m)) CHECK(0, "load %s: %s", rel, llambda_last_error());
     return m;
 }
 
@@ -140,6 +141,45 @@ static void test_repack_bits(const char *rel) {
     }
     llambda_model_free(plain);
     llambda_model_free(packed);
+}
+
+/* An IQ4_XS file made by the quantizer from the F16 fixture (IQ4_XS with Q5_K, Q6_K as
+ * llama.cpp mixes them): its logits follow the F16 model's within quantization error (a
+ * wrong nibble, scale or sign in the kernels would not), and its repacked tiles, batch
+ * sizes and thread counts give the same bits. */
+static void test_iq4_xs(void) {
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/llambda-test-iq4xs-%d.gguf", (int)getpid());
+    CHECK(llambda_quantize_file(fixture("models/tiny-llama31-F16.gguf"), path, LLAMBDA_FTYPE_IQ4_XS, 2, NULL, NULL) == LLAMBDA_OK,
+          "quantize: %s", llambda_last_error());
+    llambda_model *q = load(path), *f = load("models/tiny-llama31-F16.gguf");
+    if (q && f) {
+        int V = llambda_model_n_vocab(q), n = NP;
+        float *a = eval_all(q, PROMPT, n, 2, 512, n), *b = eval_all(f, PROMPT, n, 2, 512, n);
+        double worst = 0;
+        int agree = 0;
+        for (int r = 0; r < n; r++) {
+            double num = 0, den = 0;
+            int ia = 0, ib = 0;
+            for (int i = 0; i < V; i++) {
+                double d = (double)a[(size_t)r * V + i] - b[(size_t)r * V + i];
+                num += d * d; den += (double)b[(size_t)r * V + i] * b[(size_t)r * V + i];
+                if (a[(size_t)r * V + i] > a[(size_t)r * V + ia]) ia = i;
+                if (b[(size_t)r * V + i] > b[(size_t)r * V + ib]) ib = i;
+            }
+            if (num / den > worst) worst = num / den;
+            agree += ia == ib;
+        }
+        printf("  IQ4_XS vs F16 logits: worst row NMSE %.2e, argmax agrees on %d of %d rows\n", worst, agree, n);
+        /* the fixture Q4_K_M and Q4_0 files sit at NMSE 6-7e-2, argmax 13-14 of 21 on these random weights */
+        CHECK(worst < 0.2 && agree >= n / 2, "IQ4_XS logits too far from F16 (NMSE %.3g, argmax %d/%d)", worst, agree, n);
+        free(a); free(b);
+    }
+    llambda_model_free(q);
+    llambda_model_free(f);
+    test_repack_bits(path);
+    test_invariance(path);
+    remove(path);
 }
 
 /* Gemma 4: the sliding layers' ring (window + batch - 1 cells) wraps when batches are
@@ -454,6 +494,7 @@ int main(void) {
     TEST("inference: repacked Q4_K/Q5_0/Q6_K weights give the mapped rows' bits (nemotron experts)")
         test_repack_bits("archs/nemotron_h_moe/models/tiny-nemotron-h-moe-Q4_K_M.gguf");
     TEST("inference: repacked Q4_K/Q6_K weights give the mapped rows' bits (qwen3next experts)") test_repack_bits("archs/qwen3next/models/tiny-qwen3next-Q4_K_M.gguf");
+    TEST("inference: IQ4_XS (quantized here): close to F16, repacked tiles and batch sizes give the same bits") test_iq4_xs();
     TEST("inference: gemma4 sliding-window ring: logits independent of batch and chunking; KV bytes") test_gemma_ring();
     TEST("inference: exact replay, gemma4 Q4_K_M (sliding window, shared KV)") test_exact_replay("archs/gemma4/models/tiny-gemma4-Q4_K_M.gguf");
     TEST("inference: exact replay, gemma4 with batch 3 (the sliding ring wraps while generating)") test_exact_replay_batch("archs/gemma4/models/tiny-gemma4-F16.gguf", 3);

@@ -17,7 +17,7 @@ enum { ROWS = 8, TOKS = 4, COLS = 1024 };
 static void compare(const ll_kernels *ref, const ll_kernels *k, int type) {
     const llambda_type_traits *t = llambda_type_get(type);
     int vdt = ll_vec_dot_type(type);
-    size_t wrow = (size_t)llambda_type_row_bytes(type, COLS), xrow = (size_t)llambda_type_row_bytes(vdt, COLS);
+    size_t wrow = (size_t)llambda_type_row_bytes(type, COLS), xrow = (size_t)ll_act_row_bytes(vdt, COLS);
     uint8_t *w = malloc(wrow * 2 * ROWS), *x = malloc(xrow * TOKS);   /* 16 rows: two tiles for the pair kernels */
     float *f = malloc(sizeof(float) * COLS);
     for (int r = 0; r < 2 * ROWS; r++) {
@@ -83,6 +83,40 @@ static void compare(const ll_kernels *ref, const ll_kernels *k, int type) {
     free(w); free(x); free(f);
 }
 
+/* A float weight type's prompt kernel (gemm) against the scalar single-row kernel, over
+ * shapes with leftover rows, tokens and elements. */
+static void compare_gemm(const ll_kernels *ref, const ll_kernels *k, int type) {
+    if (!k->gemm[type]) return;
+    const llambda_type_traits *t = llambda_type_get(type);
+    int vdt = ll_vec_dot_type(type);
+    const int shapes[][3] = {{1024, 8, 4}, {1000, 13, 13}, {72, 4, 7}, {2048, 17, 64}, {40, 3, 2}};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        int n = shapes[si][0], rows = shapes[si][1], toks = shapes[si][2];
+        size_t wrow = (size_t)llambda_type_row_bytes(type, n), xrow = ll_act_row_bytes(vdt, n);
+        uint8_t *w = malloc(wrow * (size_t)rows), *x = malloc(xrow * (size_t)toks);
+        float *f = malloc(sizeof(float) * (size_t)n), *want = malloc(sizeof(float) * (size_t)rows * (size_t)toks),
+              *got = malloc(sizeof(float) * (size_t)rows * (size_t)toks);
+        for (int r = 0; r < rows; r++) {
+            for (int i = 0; i < n; i++) f[i] = frand() * (i % 61 == 0 ? 6.f : 1.f);
+            t->quantize_row(f, w + (size_t)r * wrow, n);
+        }
+        for (int s = 0; s < toks; s++) {
+            for (int i = 0; i < n; i++) f[i] = frand() * 3.f;
+            ref->from_float[vdt](f, x + (size_t)s * xrow, n);
+        }
+        for (int s = 0; s < toks; s++)
+            for (int r = 0; r < rows; r++)
+                ref->vec_dot[type](n, &want[(size_t)s * (size_t)rows + (size_t)r], w + (size_t)r * wrow, x + (size_t)s * xrow);
+        memset(got, 0, sizeof(float) * (size_t)rows * (size_t)toks);
+        k->gemm[type](n, got, (size_t)rows, w, wrow, rows, x, xrow, toks);
+        int bad = 0;
+        for (int i = 0; i < rows * toks; i++) bad += memcmp(&got[i], &want[i], 4) != 0;
+        CHECK(!bad, "%s: %s prompt kernel (%d x %d rows x %d tokens) differs from the single-row one in %d elements",
+              t->name, k->isa, n, rows, toks, bad);
+        free(w); free(x); free(f); free(want); free(got);
+    }
+}
+
 int main(void) {
     ll_kernels scalar, active;
     ll_kernels_scalar(&scalar);
@@ -106,7 +140,13 @@ int main(void) {
             /* every ISA this CPU has, whichever one is active */
             ll_kernels k2 = scalar, k512 = scalar;
             if (ll_cpu_has_avx2()) { ll_kernels_avx2(&k2); compare(&scalar, &k2, type); }
-            if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) { ll_kernels_avx512(&k512); compare(&scalar, &k512, type); }
+            if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) {
+                ll_kernels_avx512(&k512);
+                compare(&scalar, &k512, type);
+                compare_gemm(&scalar, &k512, type);
+                if (type == LLAMBDA_TYPE_F32 || type == LLAMBDA_TYPE_F16 || type == LLAMBDA_TYPE_BF16)
+                    CHECK(k512.gemm[type] != NULL, "avx512: no prompt kernel for %s", t->name);
+            }
 #endif
         }
         n++;
@@ -142,17 +182,25 @@ int main(void) {
         int nk = 0;
         if (ll_cpu_has_avx2()) { kk[nk] = scalar; ll_kernels_avx2(&kk[nk++]); }
         if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) { kk[nk] = scalar; ll_kernels_avx512(&kk[nk++]); }
-        const int types[] = {LLAMBDA_TYPE_F16, LLAMBDA_TYPE_Q8_0, LLAMBDA_TYPE_Q8_K};
+        const int types[] = {LLAMBDA_TYPE_F16, LL_ACT_F16_AS_F32, LL_ACT_BF16_AS_F32, LLAMBDA_TYPE_Q8_0, LLAMBDA_TYPE_Q8_K};
+        const char *names[] = {"f16", "f16 held as f32", "bf16 held as f32", "Q8_0", "Q8_K"};
         for (int v = 0; v < nk; v++)
-            for (int ti = 0; ti < 3; ti++) {
-                int n = types[ti] == LLAMBDA_TYPE_F16 ? N : 512;
-                if (types[ti] != LLAMBDA_TYPE_F16) x[3] = 0.5f, x[9] = 3.f, x[10] = -2.f;   /* quantizers need finite input */
-                size_t bytes = (size_t)llambda_type_row_bytes(types[ti], n);
-                uint8_t *a = calloc(1, bytes), *b = calloc(1, bytes);
-                scalar.from_float[types[ti]](x, a, n);
-                kk[v].from_float[types[ti]](x, b, n);
-                CHECK(!memcmp(a, b, bytes), "%s: %s conversion differs from scalar", kk[v].isa, llambda_type_get(types[ti])->name);
-                free(a); free(b);
+            for (int ti = 0; ti < 5; ti++) {
+                int quant = types[ti] == LLAMBDA_TYPE_Q8_0 || types[ti] == LLAMBDA_TYPE_Q8_K;
+                int n = quant ? 512 : N;
+                if (quant) x[3] = 0.5f, x[9] = 3.f, x[10] = -2.f;   /* quantizers need finite input */
+                size_t bytes = ll_act_row_bytes(types[ti], n);
+                for (int pass = 0; pass < (quant ? 1 : 2); pass++) {   /* float formats: with a NaN, and without */
+                    float xx[N];
+                    memcpy(xx, x, sizeof xx);
+                    if (pass) xx[3] = 0.25f;
+                    uint8_t *a = calloc(1, bytes), *b = calloc(1, bytes);
+                    scalar.from_float[types[ti]](xx, a, n);
+                    kk[v].from_float[types[ti]](xx, b, n);
+                    CHECK(!memcmp(a, b, bytes), "%s: %s conversion differs from scalar (%s NaN)", kk[v].isa, names[ti],
+                          pass ? "without" : "with");
+                    free(a); free(b);
+                }
             }
 #endif
         CHECK(scalar.from_float[LLAMBDA_TYPE_F16] != NULL, "no scalar f16 conversion");
@@ -326,12 +374,19 @@ int main(void) {
             CHECK(k2.pack_x8[LLAMBDA_TYPE_Q6_K] && k2.dot_packed[LLAMBDA_TYPE_Q6_K], "Q6_K has no repacked kernel");
             CHECK(k2.pack_x8[LLAMBDA_TYPE_Q8_0] && k2.dot_packed[LLAMBDA_TYPE_Q8_0], "Q8_0 has no repacked kernel");
             CHECK(k2.pack_x8[LLAMBDA_TYPE_Q4_0] && k2.dot_packed[LLAMBDA_TYPE_Q4_0], "Q4_0 has no repacked kernel");
+            CHECK(k2.pack_x8[LLAMBDA_TYPE_IQ4_XS] && k2.dot_packed[LLAMBDA_TYPE_IQ4_XS], "IQ4_XS has no repacked kernel");
+            CHECK(k2.vec_dot[LLAMBDA_TYPE_IQ4_XS] != scalar.vec_dot[LLAMBDA_TYPE_IQ4_XS], "IQ4_XS has no vector kernel");
         }
         if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) {
             ll_kernels k512 = scalar;
             ll_kernels_avx512(&k512);
             CHECK(k512.dot_packed2[LLAMBDA_TYPE_Q4_K] && k512.dot_packed2[LLAMBDA_TYPE_Q6_K], "no 16-row AVX-512 tiles");
             CHECK(k512.pack_x8[LLAMBDA_TYPE_Q5_K] && k512.dot_packed[LLAMBDA_TYPE_Q5_K], "Q5_K has no repacked VNNI kernel");
+            CHECK(k512.dot_packed2[LLAMBDA_TYPE_IQ4_XS], "IQ4_XS has no 16-row AVX-512 tile");
+            for (int t = 0; t < 3; t++) {
+                int ft = (const int[]){LLAMBDA_TYPE_F32, LLAMBDA_TYPE_F16, LLAMBDA_TYPE_BF16}[t];
+                CHECK(k512.gemm[ft], "%s has no AVX-512 prompt kernel", llambda_type_get(ft)->name);
+            }
         }
 #endif
     }

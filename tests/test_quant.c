@@ -137,6 +137,21 @@ int main(void) {
         CHECK(!llambda_type_get(4) && !llambda_type_get(31) && !llambda_type_get(-1) && !llambda_type_get(1000), "removed ids");
         CHECK(llambda_type_row_bytes(LLAMBDA_TYPE_Q4_K, 512) == 288, "row bytes");
     }
+    TEST("types: IQ4_XS files mix types as llama.cpp does (Q5_K attn_v at GQA >= 4, first eighth of ffn_down)") {
+        int64_t sq[2] = {2048, 2048}, kv[2] = {2048, 512}, down[2] = {8192, 2048}, head[2] = {2048, 128256}, odd[2] = {96, 64};
+        int F = LLAMBDA_FTYPE_IQ4_XS, F32 = LLAMBDA_TYPE_F32;
+        CHECK(llambda_ftype_from_name("iq4_xs") == F && !strcmp(llambda_ftype_name(F), "IQ4_XS"), "name");
+        CHECK(llambda_ftype_from_name("IQ2_XXS") < 0 && !strcmp(llambda_ftype_name(19), "IQ2_XXS"), "named but not made");
+        CHECK(llambda_quant_tensor_type(F, "blk.3.attn_q.weight", 2, sq, F32, 3, 16, true, 0, 4) == LLAMBDA_TYPE_IQ4_XS, "attn_q");
+        CHECK(llambda_quant_tensor_type(F, "blk.3.attn_v.weight", 2, kv, F32, 3, 16, true, 0, 4) == LLAMBDA_TYPE_Q5_K, "attn_v gqa 4");
+        CHECK(llambda_quant_tensor_type(F, "blk.3.attn_v.weight", 2, kv, F32, 3, 16, true, 0, 2) == LLAMBDA_TYPE_IQ4_XS, "attn_v gqa 2");
+        CHECK(llambda_quant_tensor_type(F, "blk.1.ffn_down.weight", 2, down, F32, 1, 16, true, 0, 4) == LLAMBDA_TYPE_Q5_K, "ffn_down 1/16");
+        CHECK(llambda_quant_tensor_type(F, "blk.2.ffn_down.weight", 2, down, F32, 2, 16, true, 0, 4) == LLAMBDA_TYPE_IQ4_XS, "ffn_down 2/16");
+        CHECK(llambda_quant_tensor_type(F, "output.weight", 2, head, F32, 0, 0, true, 0, 4) == LLAMBDA_TYPE_Q6_K, "output");
+        CHECK(llambda_quant_tensor_type(F, "token_embd.weight", 2, head, F32, 0, 0, true, 0, 4) == LLAMBDA_TYPE_IQ4_XS, "token_embd");
+        CHECK(llambda_quant_tensor_type(F, "token_embd.weight", 2, head, F32, 0, 0, false, 0, 4) == LLAMBDA_TYPE_Q6_K, "tied token_embd");
+        CHECK(llambda_quant_tensor_type(F, "blk.0.attn_q.weight", 2, odd, F32, 0, 1, true, 0, 1) == LLAMBDA_TYPE_IQ4_NL, "96-wide rows");
+    }
     const char *models[] = {"tiny-llama31", "tiny-qwen25"};
     const char *quants[] = {"F16", "Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K"};
     for (int m = 0; m < 2; m++)

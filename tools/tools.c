@@ -28,9 +28,9 @@ int cmd_quantize(int argc, char **argv) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (np < 3) pos[np++] = argv[i];
     }
-    if (np != 3) { fprintf(stderr, "usage: llambda quantize IN.gguf OUT.gguf TYPE [-t THREADS]\n  TYPE: Q8_0 Q4_0 Q4_K_M Q5_K_M Q6_K F16 BF16 F32\n"); return 2; }
+    if (np != 3) { fprintf(stderr, "usage: llambda quantize IN.gguf OUT.gguf TYPE [-t THREADS]\n  TYPE: Q8_0 Q4_0 Q4_K_M Q5_K_M Q6_K IQ4_XS F16 BF16 F32\n"); return 2; }
     int ft = llambda_ftype_from_name(pos[2]);
-    if (ft < 0) { fprintf(stderr, "llambda: unknown type '%s' (Q8_0 Q4_0 Q4_K_M Q5_K_M Q6_K F16 BF16 F32)\n", pos[2]); return 2; }
+    if (ft < 0) { fprintf(stderr, "llambda: unknown type '%s' (Q8_0 Q4_0 Q4_K_M Q5_K_M Q6_K IQ4_XS F16 BF16 F32)\n", pos[2]); return 2; }
     double t0 = now();
     if (llambda_quantize_file(pos[0], pos[1], ft, threads, print_progress, NULL)) {
         fprintf(stderr, "\nllambda: %s\n", llambda_last_error());
@@ -153,7 +153,8 @@ static int add(llambda_gguf_writer *w, fill_ctx *fcs, int *nf, const preset *p, 
                const char *name, int64_t ne0, int64_t ne1, int i_kind, int n_kind) {
     int64_t ne[2] = {ne0, ne1};
     int nd = ne1 ? 2 : 1;
-    int type = llambda_quant_tensor_type(ftype, name, nd, ne, LLAMBDA_TYPE_F32, i_kind, n_kind, !p->tied, 0);
+    int type = llambda_quant_tensor_type(ftype, name, nd, ne, LLAMBDA_TYPE_F32, i_kind, n_kind, !p->tied, 0,
+                                         p->n_head_kv ? p->n_head / p->n_head_kv : 1);
     fill_ctx *fc = &fcs[(*nf)++];
     *fc = (fill_ctx){p, seed, type, ne0, ne1 ? ne1 : 1};
     return llambda_gguf_add_tensor_fn(w, name, type, nd, ne, fill, fc) != LLAMBDA_OK;
@@ -193,7 +194,8 @@ static void synth_vocab_gemma4(llambda_gguf_writer *w, const preset *p) {
 static int add3(llambda_gguf_writer *w, fill_ctx *fcs, int *nf, const preset *p, uint64_t seed, int ftype,
                 const char *name, int64_t ne0, int64_t ne1, int64_t ne2, int i_kind, int n_kind) {
     int64_t ne[3] = {ne0, ne1, ne2};
-    int type = llambda_quant_tensor_type(ftype, name, 3, ne, LLAMBDA_TYPE_F32, i_kind, n_kind, true, (int)ne2);
+    int type = llambda_quant_tensor_type(ftype, name, 3, ne, LLAMBDA_TYPE_F32, i_kind, n_kind, true, (int)ne2,
+                                         p->n_head_kv ? p->n_head / p->n_head_kv : 1);
     fill_ctx *fc = &fcs[(*nf)++];
     *fc = (fill_ctx){p, seed, type, ne0, ne1 * ne2};
     return llambda_gguf_add_tensor_fn(w, name, type, 3, ne, fill, fc) != LLAMBDA_OK;

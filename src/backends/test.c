@@ -91,7 +91,7 @@ static llambda_status test_run(void *session, const float *x, int n_tok, float *
     static _Thread_local uint8_t xq[1 << 17];   /* one quantized activation row, no heap */
     const ll_kernels *kn = ll_kernels_get();
     int vdt = ll_vec_dot_type(w->type);
-    if ((size_t)llambda_type_row_bytes(vdt, w->cols) > sizeof xq)
+    if ((size_t)ll_act_row_bytes(vdt, w->cols) > sizeof xq)
         return ll_error(LLAMBDA_ERR_UNSUPPORTED, "test backend: rows of %lld elements are too wide", (long long)w->cols);
     for (int i = 0; i < n_tok; i++) {
         kn->from_float[vdt](x + (size_t)i * (size_t)w->cols, xq, w->cols);

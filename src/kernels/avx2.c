@@ -108,33 +108,6 @@ static inline float reduce_4x16_zmm(const __m512 a[4]) {
     return reduce_4x16(lo, hi);
 }
 
-/* Eight F32 rows against four activation rows (prompts; e.g. the MoE routers): each (row,
- * token) keeps dot_f32's four 16-lane accumulators, one 512-bit register each, and its
- * reduction; a row's weights are loaded once for the four tokens. */
-static void dot_f32_x8_t4(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, const void *x,
-                          size_t x_stride) {
-    const float *b[4];
-    for (int t = 0; t < 4; t++) b[t] = (const float *)((const uint8_t *)x + (size_t)t * x_stride);
-    for (int r = 0; r < 8; r++) {
-        const float *a = (const float *)((const uint8_t *)w + (size_t)r * stride);
-        __m512 acc[4][4];
-        for (int t = 0; t < 4; t++)
-            for (int j = 0; j < 4; j++) acc[t][j] = _mm512_setzero_ps();
-        int64_t i = 0;
-        for (; i + 64 <= n; i += 64)
-            #pragma GCC unroll 4
-            for (int j = 0; j < 4; j++) {
-                __m512 wa = _mm512_loadu_ps(a + i + 16 * j);
-                #pragma GCC unroll 4
-                for (int t = 0; t < 4; t++) acc[t][j] = _mm512_fmadd_ps(wa, _mm512_loadu_ps(b[t] + i + 16 * j), acc[t][j]);
-            }
-        for (int t = 0; t < 4; t++) {
-            double sum = reduce_4x16_zmm(acc[t]);
-            for (int64_t k = i; k < n; k++) sum += (double)(a[k] * b[t][k]);
-            out[(size_t)t * out_stride + r] = (float)sum;
-        }
-    }
-}
 #endif
 
 static inline __m256 load_f16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
@@ -169,18 +142,20 @@ static inline __m256 load_bf16(const uint16_t *p) {
 /* scalar.c's dot_bf16: two 16-lane fused accumulators (each as two 8-lane halves), each
  * reduced as reduce16 (hsum8 of the halves' sum), summed in double with the tail */
 static void dot_bf16(int64_t n, float *s, const void *w, const void *x) {
-    const uint16_t *a = w, *b = x;
+    const uint16_t *a = w;
+    const float *b = x;   /* rounded to bf16, held as f32 */
     __m256 c[2][2] = {{_mm256_setzero_ps(), _mm256_setzero_ps()}, {_mm256_setzero_ps(), _mm256_setzero_ps()}};
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
         _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD, _MM_HINT_T0);
         for (int h = 0; h < 2; h++) {
-            c[h][0] = _mm256_fmadd_ps(load_bf16(a + i + 16 * h), load_bf16(b + i + 16 * h), c[h][0]);
-            c[h][1] = _mm256_fmadd_ps(load_bf16(a + i + 16 * h + 8), load_bf16(b + i + 16 * h + 8), c[h][1]);
+            const float *bh = b + i + 16 * h;
+            c[h][0] = _mm256_fmadd_ps(load_bf16(a + i + 16 * h), _mm256_loadu_ps(bh), c[h][0]);
+            c[h][1] = _mm256_fmadd_ps(load_bf16(a + i + 16 * h + 8), _mm256_loadu_ps(bh + 8), c[h][1]);
         }
     }
     double sum = (double)hsum8(_mm256_add_ps(c[0][0], c[0][1])) + (double)hsum8(_mm256_add_ps(c[1][0], c[1][1]));
-    for (; i < n; i++) sum += (double)(ll_bf16_to_fp32(a[i]) * ll_bf16_to_fp32(b[i]));
+    for (; i < n; i++) sum += (double)(ll_bf16_to_fp32(a[i]) * b[i]);
     *s = (float)sum;
 }
 
@@ -198,12 +173,12 @@ static inline float reduce16_zmm(__m512 a) {
 /* Eight BF16 rows against one activation row (decode): each row dot_bf16's two 16-lane
  * accumulators (one register each), the activations widened once for the eight rows. */
 static void dot_bf16_x8(int64_t n, float *out, const void *w, size_t stride, const void *x) {
-    const uint16_t *b = x;
+    const float *b = x;
     __m512 c[8][2];
     for (int r = 0; r < 8; r++) c[r][0] = c[r][1] = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
-        __m512 y0 = load_bf16x16(b + i), y1 = load_bf16x16(b + i + 16);
+        __m512 y0 = _mm512_loadu_ps(b + i), y1 = _mm512_loadu_ps(b + i + 16);
         #pragma GCC unroll 8
         for (int r = 0; r < 8; r++) {
             const uint16_t *a = (const uint16_t *)((const uint8_t *)w + (size_t)r * stride) + i;
@@ -215,83 +190,159 @@ static void dot_bf16_x8(int64_t n, float *out, const void *w, size_t stride, con
     for (int r = 0; r < 8; r++) {
         const uint16_t *a = (const uint16_t *)((const uint8_t *)w + (size_t)r * stride);
         double sum = (double)reduce16_zmm(c[r][0]) + (double)reduce16_zmm(c[r][1]);
-        for (int64_t k = i; k < n; k++) sum += (double)(ll_bf16_to_fp32(a[k]) * ll_bf16_to_fp32(b[k]));
+        for (int64_t k = i; k < n; k++) sum += (double)(ll_bf16_to_fp32(a[k]) * b[k]);
         out[r] = (float)sum;
     }
 }
 
-/* Eight BF16 rows against four activation rows (prompts): each (row, token) dot_bf16's two
- * accumulators; the four activation rows widened once per tile. */
-#define BF16_T4_MAX 8192
-static void dot_bf16_x8_t4(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, const void *x,
-                           size_t x_stride) {
-    if (n > BF16_T4_MAX) {
-        for (int t = 0; t < 4; t++)
-            dot_bf16_x8(n, out + (size_t)t * out_stride, w, stride, (const uint8_t *)x + (size_t)t * x_stride);
-        return;
-    }
-    static _Thread_local float xf[4][BF16_T4_MAX];
-    const uint16_t *b[4];
-    for (int t = 0; t < 4; t++) {
-        b[t] = (const uint16_t *)((const uint8_t *)x + (size_t)t * x_stride);
-        int64_t i = 0;
-        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(xf[t] + i, load_bf16x16(b[t] + i));
-        for (; i < n; i++) xf[t][i] = ll_bf16_to_fp32(b[t][i]);
-    }
-    /* the two accumulators one after the other, four rows x four tokens at a time (as the
-     * F16 tile) */
-    int64_t n32 = n & ~(int64_t)31;
-    for (int r0 = 0; r0 < 8; r0 += 4) {
-        const uint16_t *a[4];
-        for (int rr = 0; rr < 4; rr++) a[rr] = (const uint16_t *)((const uint8_t *)w + (size_t)(r0 + rr) * stride);
-        float red[4][4][2];   /* [row][token][accumulator h], reduced */
-        for (int h = 0; h < 2; h++) {
-            __m512 acc[4][4];
-            for (int rr = 0; rr < 4; rr++)
-                for (int t = 0; t < 4; t++) acc[rr][t] = _mm512_setzero_ps();
-            for (int64_t i = 16 * h; i < n32; i += 32) {
-                __m512 wv[4];
-                #pragma GCC unroll 4
-                for (int rr = 0; rr < 4; rr++) wv[rr] = load_bf16x16(a[rr] + i);
-                #pragma GCC unroll 4
-                for (int t = 0; t < 4; t++) {
-                    __m512 xv = _mm512_loadu_ps(xf[t] + i);
-                    #pragma GCC unroll 4
-                    for (int rr = 0; rr < 4; rr++) acc[rr][t] = _mm512_fmadd_ps(wv[rr], xv, acc[rr][t]);
-                }
-            }
-            for (int rr = 0; rr < 4; rr++)
-                for (int t = 0; t < 4; t++) red[rr][t][h] = reduce16_zmm(acc[rr][t]);
-        }
-        for (int rr = 0; rr < 4; rr++)
-            for (int t = 0; t < 4; t++) {
-                double sum = (double)red[rr][t][0] + (double)red[rr][t][1];
-                for (int64_t k = n32; k < n; k++) sum += (double)(ll_bf16_to_fp32(a[rr][k]) * ll_bf16_to_fp32(b[t][k]));
-                out[(size_t)t * out_stride + r0 + rr] = (float)sum;
-            }
-    }
-}
 #endif
 
-/* F16 weight rows: dot_f16_f16's operations, with the weight stream prefetched */
+/* F16 weight rows against activations rounded to f16 and held as f32: dot_f16_f16's
+ * operations (four 16-lane accumulators), the weight stream prefetched */
 static void dot_f16(int64_t n, float *s, const void *w, const void *x) {
-    const uint16_t *a = w, *b = x;
+    const uint16_t *a = w;
+    const float *b = x;
+    int64_t i = 0;
+#ifdef LL_AVX512
+    __m512 acc[4];
+    for (int j = 0; j < 4; j++) acc[j] = _mm512_setzero_ps();
+    for (; i + 64 <= n; i += 64) {
+        _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD + 64, _MM_HINT_T0);
+        for (int j = 0; j < 4; j++)
+            acc[j] = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a + i + 16 * j))),
+                                     _mm512_loadu_ps(b + i + 16 * j), acc[j]);
+    }
+    double sum = reduce_4x16_zmm(acc);
+#else
     __m256 lo[4], hi[4];
     for (int j = 0; j < 4; j++) lo[j] = hi[j] = _mm256_setzero_ps();
-    int64_t i = 0;
     for (; i + 64 <= n; i += 64) {
         _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD, _MM_HINT_T0);
         _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD + 64, _MM_HINT_T0);
         for (int j = 0; j < 4; j++) {
-            lo[j] = _mm256_fmadd_ps(load_f16(a + i + 16 * j), load_f16(b + i + 16 * j), lo[j]);
-            hi[j] = _mm256_fmadd_ps(load_f16(a + i + 16 * j + 8), load_f16(b + i + 16 * j + 8), hi[j]);
+            const float *bj = b + i + 16 * j;
+            lo[j] = _mm256_fmadd_ps(load_f16(a + i + 16 * j), _mm256_loadu_ps(bj), lo[j]);
+            hi[j] = _mm256_fmadd_ps(load_f16(a + i + 16 * j + 8), _mm256_loadu_ps(bj + 8), hi[j]);
         }
     }
     double sum = reduce_4x16(lo, hi);
-    for (; i < n; i++) sum += (double)(LL_FP16(a[i]) * LL_FP16(b[i]));
+#endif
+    for (; i < n; i++) sum += (double)(LL_FP16(a[i]) * b[i]);
     *s = (float)sum;
 }
 
+/* f32 -> f16 -> f32 (LL_ACT_F16_AS_F32) with F16C; a group holding a NaN goes scalar
+ * (the canonical quiet NaN) */
+static void round_row_f16(const float *x, void *y, int64_t n) {
+    float *o = y;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q))) { ll_round_row_f16(x + i, o + i, 8); continue; }
+        _mm256_storeu_ps(o + i, _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)));
+    }
+    ll_round_row_f16(x + i, o + i, n - i);
+}
+
+#ifdef LL_AVX512
+/* Prompt products of float weights (F32, F16, BF16) against f32-held activations: every
+ * (row, token) keeps its single-row kernel's accumulators (four of 16 lanes over 64-element
+ * steps for F32 and F16, two over 32 for BF16), its reduction and its tail, so the bits of
+ * vec_dot. Each accumulator sums its own elements in order, so they are made one after
+ * another: with one live accumulator per pair, four rows x six tokens fill the registers
+ * and each weight vector, widened once, feeds six fused multiply-adds. Tokens are the
+ * outer loop: a group's activations stay in cache while the rows stream past. */
+#define GEMM_R 4
+#define GEMM_T 6
+
+static inline __m512 load_w16(int wt, const void *row, int64_t i) {
+    if (wt == LLAMBDA_TYPE_F32) return _mm512_loadu_ps((const float *)row + i);
+    if (wt == LLAMBDA_TYPE_F16) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)row + i)));
+    return load_bf16x16((const uint16_t *)row + i);
+}
+
+static inline float w_at(int wt, const void *row, int64_t k) {
+    if (wt == LLAMBDA_TYPE_F32) return ((const float *)row)[k];
+    if (wt == LLAMBDA_TYPE_F16) return LL_FP16(((const uint16_t *)row)[k]);
+    return ll_bf16_to_fp32(((const uint16_t *)row)[k]);
+}
+
+static inline __attribute__((always_inline)) void gemm_tile(int wt, int T, int64_t n, float *out, size_t out_stride,
+                                                            const uint8_t *w, size_t stride, const uint8_t *x,
+                                                            size_t x_stride) {
+    const int nacc = wt == LLAMBDA_TYPE_BF16 ? 2 : 4;
+    const int64_t nfull = n / (16 * nacc) * (16 * nacc);   /* elements in whole steps; the rest is the tail */
+    const void *a[GEMM_R];
+    const float *b[GEMM_T];
+    for (int r = 0; r < GEMM_R; r++) a[r] = w + (size_t)r * stride;
+    for (int t = 0; t < T; t++) b[t] = (const float *)(x + (size_t)t * x_stride);
+    __m512 part[GEMM_R][GEMM_T][4];
+    for (int j = 0; j < nacc; j++) {
+        __m512 acc[GEMM_R][GEMM_T];
+        for (int r = 0; r < GEMM_R; r++)
+            for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
+        for (int64_t i = 16 * j; i < nfull; i += 16 * nacc) {
+            __m512 wv[GEMM_R];
+            #pragma GCC unroll 4
+            for (int r = 0; r < GEMM_R; r++) wv[r] = load_w16(wt, a[r], i);
+            #pragma GCC unroll 6
+            for (int t = 0; t < T; t++) {
+                __m512 xv = _mm512_loadu_ps(b[t] + i);
+                #pragma GCC unroll 4
+                for (int r = 0; r < GEMM_R; r++) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
+            }
+        }
+        for (int r = 0; r < GEMM_R; r++)
+            for (int t = 0; t < T; t++) part[r][t][j] = acc[r][t];
+    }
+    for (int r = 0; r < GEMM_R; r++)
+        for (int t = 0; t < T; t++) {
+            double sum = nacc == 4 ? (double)reduce_4x16_zmm(part[r][t])
+                                   : (double)reduce16_zmm(part[r][t][0]) + (double)reduce16_zmm(part[r][t][1]);
+            for (int64_t k = nfull; k < n; k++) sum += (double)(w_at(wt, a[r], k) * b[t][k]);
+            out[(size_t)t * out_stride + (size_t)r] = (float)sum;
+        }
+}
+
+static inline __attribute__((always_inline)) void gemm_float(int wt, ll_vec_dot_fn dot, int64_t n, float *out,
+                                                             size_t out_stride, const void *w, size_t stride, int n_rows,
+                                                             const void *x, size_t x_stride, int n_tok) {
+    const uint8_t *wb = w, *xb = x;
+    int rfull = n_rows / GEMM_R * GEMM_R;
+    for (int r0 = 0; r0 < rfull; r0 += GEMM_R) {
+        const uint8_t *wr = wb + (size_t)r0 * stride;
+        for (int t0 = 0; t0 < n_tok; t0 += GEMM_T) {
+            const uint8_t *xt = xb + (size_t)t0 * x_stride;
+            float *o = out + (size_t)t0 * out_stride + (size_t)r0;
+            switch (n_tok - t0) {   /* the token count as a constant, so the tile stays in registers */
+            case 1: gemm_tile(wt, 1, n, o, out_stride, wr, stride, xt, x_stride); break;
+            case 2: gemm_tile(wt, 2, n, o, out_stride, wr, stride, xt, x_stride); break;
+            case 3: gemm_tile(wt, 3, n, o, out_stride, wr, stride, xt, x_stride); break;
+            case 4: gemm_tile(wt, 4, n, o, out_stride, wr, stride, xt, x_stride); break;
+            case 5: gemm_tile(wt, 5, n, o, out_stride, wr, stride, xt, x_stride); break;
+            default: gemm_tile(wt, 6, n, o, out_stride, wr, stride, xt, x_stride); break;
+            }
+        }
+    }
+    for (int r = rfull; r < n_rows; r++)   /* rows past the last whole group: one element at a time */
+        for (int t = 0; t < n_tok; t++)
+            dot(n, &out[(size_t)t * out_stride + (size_t)r], wb + (size_t)r * stride, xb + (size_t)t * x_stride);
+}
+
+static void gemm_f32(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, int n_rows, const void *x,
+                     size_t x_stride, int n_tok) {
+    gemm_float(LLAMBDA_TYPE_F32, dot_f32, n, out, out_stride, w, stride, n_rows, x, x_stride, n_tok);
+}
+static void gemm_f16(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, int n_rows, const void *x,
+                     size_t x_stride, int n_tok) {
+    gemm_float(LLAMBDA_TYPE_F16, dot_f16, n, out, out_stride, w, stride, n_rows, x, x_stride, n_tok);
+}
+static void gemm_bf16(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, int n_rows, const void *x,
+                      size_t x_stride, int n_tok) {
+    gemm_float(LLAMBDA_TYPE_BF16, dot_bf16, n, out, out_stride, w, stride, n_rows, x, x_stride, n_tok);
+}
+#endif
 
 /* dot_f16_f16 with its first operand already widened (exactly) to f32: the same bits */
 static float dot_f32w_f16(const float *a, const uint16_t *b, int64_t n) { return dot_x_f16(a, 1, b, n); }
@@ -483,61 +534,144 @@ static void x8_t4_by_rows(ll_vec_dot_fn dot, int64_t n, float *out, size_t out_s
             dot(n, &out[(size_t)t * out_stride + r], (const uint8_t *)w + (size_t)r * stride, (const uint8_t *)x + (size_t)t * x_stride);
 }
 
-#ifdef LL_AVX512
-/* Eight F16 rows against four activation rows (prompts): each (row, token) gets
- * dot_f16_f16's four 16-lane accumulators and its reduction; the activations are widened
- * to f32 once per tile (exactly). */
-#define F16_T4_MAX 8192
-static void dot_f16_x8_t4(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, const void *x,
-                          size_t x_stride) {
-    if (n > F16_T4_MAX) {
-        x8_t4_by_rows(dot_f16, n, out, out_stride, w, stride, x, x_stride);
-        return;
+
+/* ------------------------------------------------------------------ IQ4_XS */
+
+/* Sub-block sb's scale less 32 */
+static inline int iq4_xs_scale(const block_iq4_xs *a, int sb) {
+    return (((a->scales_l[sb / 2] >> (4 * (sb % 2))) & 0xF) | (((a->scales_h >> (2 * sb)) & 3) << 4)) - 32;
+}
+
+/* scalar.c's dot_iq4_xs (llama.cpp's AVX2 layout): a sub-block's 32 values looked up from
+ * its nibbles (low ones in the first 16 bytes, high ones in the last), lane m = the exact
+ * dot of elements 4m..4m+3 times the scale, summed over the block; one fused
+ * multiply-add per lane per block, hsum8. */
+static void dot_iq4_xs(int64_t n, float *s, const void *w, const void *x) {
+    const block_iq4_xs *a = w;
+    const block_q8_K *b = x;
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)ll_kvalues_iq4nl));
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD + 128, _MM_HINT_T0);
+        __m256i lane = _mm256_setzero_si256();
+        #pragma GCC unroll 8
+        for (int sb = 0; sb < 8; sb++) {
+            __m128i q = _mm_loadu_si128((const __m128i *)(a[i].qs + 16 * sb));
+            __m256i idx = _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1), m4);
+            __m256i v = _mm256_shuffle_epi8(table, idx);
+            __m256i p = dot_i8_groups4(v, _mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * sb)));
+            lane = _mm256_add_epi32(lane, _mm256_mullo_epi32(p, _mm256_set1_epi32(iq4_xs_scale(&a[i], sb))));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(LL_FP16(a[i].d) * b[i].d), _mm256_cvtepi32_ps(lane), acc);
     }
-    static _Thread_local float xf[4][F16_T4_MAX];
-    const uint16_t *b[4];
-    for (int t = 0; t < 4; t++) {
-        b[t] = (const uint16_t *)((const uint8_t *)x + (size_t)t * x_stride);
-        int64_t i = 0;
-        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(xf[t] + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b[t] + i))));
-        for (; i < n; i++) xf[t][i] = LL_FP16(b[t][i]);
-    }
-    /* Each of a pair's four 16-lane accumulators sums its own elements (64c + 16j + l)
-     * in order, so they can be made one after another: with one live accumulator per pair,
-     * four rows x four tokens fit the registers and each weight and activation vector
-     * loaded feeds four fused multiply-adds. */
-    int64_t n64 = n & ~(int64_t)63;
-    for (int r0 = 0; r0 < 8; r0 += 4) {
-        const uint16_t *a[4];
-        for (int rr = 0; rr < 4; rr++) a[rr] = (const uint16_t *)((const uint8_t *)w + (size_t)(r0 + rr) * stride);
-        __m512 part[4][4][4];   /* [row][token][accumulator j] */
-        for (int j = 0; j < 4; j++) {
-            __m512 acc[4][4];
-            for (int rr = 0; rr < 4; rr++)
-                for (int t = 0; t < 4; t++) acc[rr][t] = _mm512_setzero_ps();
-            for (int64_t i = 16 * j; i < n64; i += 64) {
-                __m512 wv[4];
-                #pragma GCC unroll 4
-                for (int rr = 0; rr < 4; rr++) wv[rr] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a[rr] + i)));
-                #pragma GCC unroll 4
-                for (int t = 0; t < 4; t++) {
-                    __m512 xv = _mm512_loadu_ps(xf[t] + i);
-                    #pragma GCC unroll 4
-                    for (int rr = 0; rr < 4; rr++) acc[rr][t] = _mm512_fmadd_ps(wv[rr], xv, acc[rr][t]);
+    *s = hsum8(acc);
+}
+
+/* Eight IQ4_XS rows' block, repacked: qs[sb][g] holds bytes 4g..4g+3 of sub-block sb of
+ * each row (row r at 4r), so one vector's low nibbles are the same four elements of the
+ * eight rows (lane g of dot_iq4_xs) and its high nibbles four more (lane 4 + g); the
+ * scales are unpacked, less 32, [sub-block][row]. */
+typedef struct {
+    uint16_t d[8];
+    int8_t ls[8][8];
+    uint8_t qs[8][4][32];
+} block_iq4_xs_x8;
+
+static size_t pack_iq4_xs_x8(int64_t n, const void *w, size_t stride, void *dst) {
+    int64_t nb = n / QK_K;
+    if (dst)
+        for (int64_t i = 0; i < nb; i++) {
+            block_iq4_xs_x8 *p = (block_iq4_xs_x8 *)dst + i;
+            for (int r = 0; r < 8; r++) {
+                const block_iq4_xs *a = (const block_iq4_xs *)((const uint8_t *)w + (size_t)r * stride) + i;
+                p->d[r] = a->d;
+                for (int sb = 0; sb < 8; sb++) {
+                    p->ls[sb][r] = (int8_t)iq4_xs_scale(a, sb);
+                    for (int g = 0; g < 4; g++) memcpy(&p->qs[sb][g][4 * r], a->qs + 16 * sb + 4 * g, 4);
                 }
             }
-            for (int rr = 0; rr < 4; rr++)
-                for (int t = 0; t < 4; t++) part[rr][t][j] = acc[rr][t];
         }
-        for (int rr = 0; rr < 4; rr++)
-            for (int t = 0; t < 4; t++) {
-                double sum = reduce_4x16_zmm(part[rr][t]);
-                for (int64_t k = n64; k < n; k++) sum += (double)(LL_FP16(a[rr][k]) * LL_FP16(b[t][k]));
-                out[(size_t)t * out_stride + r0 + rr] = (float)sum;
+    return (size_t)nb * sizeof(block_iq4_xs_x8);
+}
+
+/* eight int8 scales as int16 pairs (s, s), one per 32-bit lane */
+static inline __m256i iq4_xs_scale_pairs(const int8_t *ls) {
+    __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)ls));
+    return _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(v, 16));
+}
+
+/* The tile against T (1 or 2) tokens: per row and token the lanes of dot_iq4_xs (exact
+ * integers, any order) and the same fused multiply-add per lane per block, in block
+ * order, then its hsum8. */
+static inline __attribute__((always_inline)) void iq4_xs_packed_tile(int64_t n, float *out, size_t out_stride,
+                                                                     const block_iq4_xs_x8 *p, const void *x,
+                                                                     size_t x_stride, const int T) {
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)ll_kvalues_iq4nl));
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[2][8];
+    #pragma GCC unroll 2
+    for (int t = 0; t < T; t++)
+        for (int m = 0; m < 8; m++) acc[t][m] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++, p++) {
+        const block_q8_K *y[2];
+        #pragma GCC unroll 2
+        for (int t = 0; t < T; t++) y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
+        #pragma GCC unroll 18
+        for (int l = 0; l < 18; l++)   /* the whole 1104-byte block */
+            _mm_prefetch((const char *)p + PREFETCH_AHEAD + 64 * l, _MM_HINT_T0);
+        __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d));
+        __m256i ls[8];   /* each sub-block's row scales as int16 pairs (s, s) */
+        #pragma GCC unroll 8
+        for (int sb = 0; sb < 8; sb++) ls[sb] = iq4_xs_scale_pairs(p->ls[sb]);
+        #pragma GCC unroll 4
+        for (int g = 0; g < 4; g++) {
+            __m256i lo[2], hi[2];   /* lanes g and 4 + g of the eight rows */
+            #pragma GCC unroll 2
+            for (int t = 0; t < T; t++) lo[t] = hi[t] = _mm256_setzero_si256();
+            #pragma GCC unroll 8
+            for (int sb = 0; sb < 8; sb++) {
+                __m256i q = _mm256_loadu_si256((const __m256i *)p->qs[sb][g]);
+                __m256i vl = _mm256_shuffle_epi8(table, _mm256_and_si256(q, m4));
+                __m256i vh = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+                __m256i al = _mm256_sign_epi8(vl, vl), ah = _mm256_sign_epi8(vh, vh);
+                #pragma GCC unroll 2
+                for (int t = 0; t < T; t++) {
+                    int32_t yl, yh;
+                    memcpy(&yl, y[t]->qs + 32 * sb + 4 * g, 4);
+                    memcpy(&yh, y[t]->qs + 32 * sb + 16 + 4 * g, 4);
+                    /* pair sums of |v|·(±y) fit int16 (at most 2·127·127); the scale
+                     * multiplies both of a lane's pairs as they are added to it */
+                    lo[t] = ACC_MADD16(lo[t], _mm256_maddubs_epi16(al, _mm256_sign_epi8(_mm256_set1_epi32(yl), vl)), ls[sb]);
+                    hi[t] = ACC_MADD16(hi[t], _mm256_maddubs_epi16(ah, _mm256_sign_epi8(_mm256_set1_epi32(yh), vh)), ls[sb]);
+                }
             }
+            #pragma GCC unroll 2
+            for (int t = 0; t < T; t++) {
+                __m256 dt = _mm256_mul_ps(d, _mm256_set1_ps(y[t]->d));
+                acc[t][g] = _mm256_fmadd_ps(dt, _mm256_cvtepi32_ps(lo[t]), acc[t][g]);
+                acc[t][4 + g] = _mm256_fmadd_ps(dt, _mm256_cvtepi32_ps(hi[t]), acc[t][4 + g]);
+            }
+        }
+    }
+    #pragma GCC unroll 2
+    for (int t = 0; t < T; t++) {   /* hsum8 of each row's eight lanes */
+        __m256 r = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[t][0], acc[t][4]), _mm256_add_ps(acc[t][2], acc[t][6])),
+                                 _mm256_add_ps(_mm256_add_ps(acc[t][1], acc[t][5]), _mm256_add_ps(acc[t][3], acc[t][7])));
+        _mm256_storeu_ps(out + (size_t)t * out_stride, r);
     }
 }
-#endif
+
+static void dot_iq4_xs_packed(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
+                              int n_tok) {
+    int t = 0;
+    for (; t + 2 <= n_tok; t += 2)
+        iq4_xs_packed_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 2);
+    for (; t < n_tok; t++)
+        iq4_xs_packed_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 1);
+}
 
 /* Eight Q4_K rows against one activation row: out[r] equals dot_q4_K on row r.
  * Pass 1 walks the rows one after another (one contiguous stream of memory) and parks
@@ -1111,6 +1245,83 @@ static void dot_q4_K_packed2(int64_t n, float *out, size_t out_stride, const voi
     if (n_tok == 4) { q4_K_packed_tile16(n, out, out_stride, tile, x, x_stride, 4); return; }
     for (int t = 0; t < n_tok; t++)
         q4_K_packed_tile16(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 1);
+}
+
+/* Two adjacent IQ4_XS tiles (16 rows, one per 32-bit lane of a 512-bit vector) against T
+ * (1..4) tokens: each row gets its lane's operations in iq4_xs_packed_tile, so the same
+ * bits. There is no 512-bit vpsignb: the activations are negated under a mask where the
+ * looked-up value is negative (an index below 8: the table is sorted). */
+static inline __attribute__((always_inline)) void iq4_xs_packed_tile16(int64_t n, float *out, size_t out_stride,
+                                                                       const block_iq4_xs_x8 *pa, const void *x,
+                                                                       size_t x_stride, const int T) {
+    const block_iq4_xs_x8 *pb = pa + n / QK_K;
+    const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)ll_kvalues_iq4nl));
+    const __m512i m4 = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
+    __m512 acc[4][8];
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; t++)
+        for (int m = 0; m < 8; m++) acc[t][m] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++, pa++, pb++) {
+        const block_q8_K *y[4];
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; t++) y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
+        #pragma GCC unroll 18
+        for (int l = 0; l < 18; l++) prefetch_pair(pa, pb, l);
+        __m512 d = load_pair_f16(pa->d, pb->d);
+        __m512i ls[8];
+        #pragma GCC unroll 8
+        for (int sb = 0; sb < 8; sb++) {
+            __m512i v = _mm512_cvtepi8_epi32(_mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)pa->ls[sb]),
+                                                                _mm_loadl_epi64((const __m128i *)pb->ls[sb])));
+            ls[sb] = _mm512_or_si512(_mm512_and_si512(v, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(v, 16));
+        }
+        #pragma GCC unroll 4
+        for (int g = 0; g < 4; g++) {
+            __m512i lo[4], hi[4];
+            #pragma GCC unroll 4
+            for (int t = 0; t < T; t++) lo[t] = hi[t] = _mm512_setzero_si512();
+            #pragma GCC unroll 8
+            for (int sb = 0; sb < 8; sb++) {
+                __m512i q = load_pair(pa->qs[sb][g], pb->qs[sb][g]);
+                __m512i il = _mm512_and_si512(q, m4), ih = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+                __m512i al = _mm512_abs_epi8(_mm512_shuffle_epi8(table, il)), ah = _mm512_abs_epi8(_mm512_shuffle_epi8(table, ih));
+                __mmask64 nl = _mm512_cmplt_epu8_mask(il, eight), nh = _mm512_cmplt_epu8_mask(ih, eight);
+                #pragma GCC unroll 4
+                for (int t = 0; t < T; t++) {
+                    int32_t yl, yh;
+                    memcpy(&yl, y[t]->qs + 32 * sb + 4 * g, 4);
+                    memcpy(&yh, y[t]->qs + 32 * sb + 16 + 4 * g, 4);
+                    __m512i bl = _mm512_set1_epi32(yl), bh = _mm512_set1_epi32(yh);
+                    bl = _mm512_mask_sub_epi8(bl, nl, _mm512_setzero_si512(), bl);
+                    bh = _mm512_mask_sub_epi8(bh, nh, _mm512_setzero_si512(), bh);
+                    lo[t] = _mm512_dpwssd_epi32(lo[t], _mm512_maddubs_epi16(al, bl), ls[sb]);
+                    hi[t] = _mm512_dpwssd_epi32(hi[t], _mm512_maddubs_epi16(ah, bh), ls[sb]);
+                }
+            }
+            #pragma GCC unroll 4
+            for (int t = 0; t < T; t++) {
+                __m512 dt = _mm512_mul_ps(d, _mm512_set1_ps(y[t]->d));
+                acc[t][g] = _mm512_fmadd_ps(dt, _mm512_cvtepi32_ps(lo[t]), acc[t][g]);
+                acc[t][4 + g] = _mm512_fmadd_ps(dt, _mm512_cvtepi32_ps(hi[t]), acc[t][4 + g]);
+            }
+        }
+    }
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; t++) {
+        __m512 r = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][4]), _mm512_add_ps(acc[t][2], acc[t][6])),
+                                 _mm512_add_ps(_mm512_add_ps(acc[t][1], acc[t][5]), _mm512_add_ps(acc[t][3], acc[t][7])));
+        _mm512_storeu_ps(out + (size_t)t * out_stride, r);
+    }
+}
+
+static void dot_iq4_xs_packed2(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
+                               int n_tok) {
+    switch (n_tok) {
+    case 4: iq4_xs_packed_tile16(n, out, out_stride, tile, x, x_stride, 4); break;
+    case 3: iq4_xs_packed_tile16(n, out, out_stride, tile, x, x_stride, 3); break;
+    case 2: iq4_xs_packed_tile16(n, out, out_stride, tile, x, x_stride, 2); break;
+    default: iq4_xs_packed_tile16(n, out, out_stride, tile, x, x_stride, 1); break;
+    }
 }
 
 static inline __attribute__((always_inline)) void q6_K_packed_tile16(int64_t n, float *out, size_t out_stride,
@@ -2167,9 +2378,6 @@ static float ssm_scan(float *st, const float *B, const float *C, float dA, float
 void ll_kernels_avx2(ll_kernels *k) {
     k->isa = ISA_NAME;
     k->vec_dot[LLAMBDA_TYPE_F32] = dot_f32;
-#ifdef LL_AVX512
-    k->vec_dot_x8_t4[LLAMBDA_TYPE_F32] = dot_f32_x8_t4;
-#endif
     k->vec_dot[LLAMBDA_TYPE_F16] = dot_f16;
     k->vec_dot[LLAMBDA_TYPE_Q8_0] = dot_q8_0;
     k->vec_dot[LLAMBDA_TYPE_Q4_0] = dot_q4_0;
@@ -2199,14 +2407,19 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->dot_packed2[LLAMBDA_TYPE_Q4_K] = dot_q4_K_packed2;
     k->dot_packed2[LLAMBDA_TYPE_Q6_K] = dot_q6_K_packed2;
     k->dot_packed2[LLAMBDA_TYPE_Q4_0] = dot_q4_0_packed2;
+    k->dot_packed2[LLAMBDA_TYPE_IQ4_XS] = dot_iq4_xs_packed2;
     k->pack_x8[LLAMBDA_TYPE_Q5_K] = pack_q5_K_x8;
     k->dot_packed[LLAMBDA_TYPE_Q5_K] = dot_q5_K_packed;
     k->vec_dot_x8[LLAMBDA_TYPE_BF16] = dot_bf16_x8;
-    k->vec_dot_x8_t4[LLAMBDA_TYPE_BF16] = dot_bf16_x8_t4;
-    k->vec_dot_x8_t4[LLAMBDA_TYPE_F16] = dot_f16_x8_t4;
+    k->gemm[LLAMBDA_TYPE_F32] = gemm_f32;
+    k->gemm[LLAMBDA_TYPE_F16] = gemm_f16;
+    k->gemm[LLAMBDA_TYPE_BF16] = gemm_bf16;
 #endif
     k->vec_dot[LLAMBDA_TYPE_Q5_K] = dot_q5_K;
     k->vec_dot[LLAMBDA_TYPE_Q6_K] = dot_q6_K;
+    k->vec_dot[LLAMBDA_TYPE_IQ4_XS] = dot_iq4_xs;
+    k->pack_x8[LLAMBDA_TYPE_IQ4_XS] = pack_iq4_xs_x8;
+    k->dot_packed[LLAMBDA_TYPE_IQ4_XS] = dot_iq4_xs_packed;
     k->dot_f16_f16 = dot_f16_f16;
     k->attend_f16 = attend_f16;
     k->swiglu = swiglu;
@@ -2220,4 +2433,5 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->from_float[LLAMBDA_TYPE_Q8_0] = quantize_row_q8_0;
     k->from_float[LLAMBDA_TYPE_Q8_K] = quantize_row_q8_K;
     k->from_float[LLAMBDA_TYPE_F16] = convert_row_f16;
+    k->from_float[LL_ACT_F16_AS_F32] = round_row_f16;
 }

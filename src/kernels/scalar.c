@@ -46,7 +46,20 @@ float ll_dot_f16_f16(const uint16_t *a, const uint16_t *b, int64_t n) {
     return (float)sum;
 }
 
-static void dot_f16(int64_t n, float *s, const void *w, const void *x) { *s = ll_dot_f16_f16(w, x, n); }
+/* F16 weights against activations already rounded to f16 and held as f32
+ * (LL_ACT_F16_AS_F32): ll_dot_f16_f16's operations on the same values */
+static void dot_f16(int64_t n, float *s, const void *w, const void *x) {
+    const uint16_t *a = w;
+    const float *b = x;
+    float acc[4][16] = {{0}};
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 16; l++) acc[j][l] = fmaf(LL_FP16(a[i + 16 * j + l]), b[i + 16 * j + l], acc[j][l]);
+    double sum = ll_reduce_4x16(acc);
+    for (; i < n; i++) sum += (double)(LL_FP16(a[i]) * b[i]);
+    *s = (float)sum;
+}
 
 /* Sixteen lanes to one float: lanes l and l + 8, then l and l + 4, then the AVX pair sums
  * (hsum8 of the two halves' sum). */
@@ -60,15 +73,16 @@ static float reduce16(const float a[16]) {
  * elements), each reduced to a float and summed in double with the tail, as llama.cpp's
  * AVX-512 path lays its two accumulators out; vectorizes on every ISA with these bits. */
 static void dot_bf16(int64_t n, float *s, const void *w, const void *x) {
-    const uint16_t *a = w, *b = x;
+    const uint16_t *a = w;
+    const float *b = x;   /* rounded to bf16, held as f32 (LL_ACT_BF16_AS_F32) */
     float acc[2][16] = {{0}};
     int64_t i = 0;
     for (; i + 32 <= n; i += 32)
         for (int h = 0; h < 2; h++)
             for (int l = 0; l < 16; l++)
-                acc[h][l] = fmaf(ll_bf16_to_fp32(a[i + 16 * h + l]), ll_bf16_to_fp32(b[i + 16 * h + l]), acc[h][l]);
+                acc[h][l] = fmaf(ll_bf16_to_fp32(a[i + 16 * h + l]), b[i + 16 * h + l], acc[h][l]);
     double sum = (double)reduce16(acc[0]) + (double)reduce16(acc[1]);
-    for (; i < n; i++) sum += (double)(ll_bf16_to_fp32(a[i]) * ll_bf16_to_fp32(b[i]));
+    for (; i < n; i++) sum += (double)(ll_bf16_to_fp32(a[i]) * b[i]);
     *s = (float)sum;
 }
 
@@ -292,22 +306,35 @@ static void dot_q6_K(int64_t n, float *s, const void *w, const void *x) {
     *s = hsum8(acc);
 }
 
+/* The element k (0..31) of an IQ4_XS sub-block: the low nibbles of its 16 bytes first,
+ * then the high ones. */
+static inline int iq4_value(const uint8_t *q, int k) {
+    return ll_kvalues_iq4nl[k < 16 ? q[k] & 0xF : q[k - 16] >> 4];
+}
+
+/* IQ4_XS in llama.cpp's AVX2 layout (it has no repacked kernel for this type): lane m of
+ * a block sums, over the eight sub-blocks, (scale - 32) times the products of the
+ * sub-block's elements 4m..4m+3 (exact integers); one fused multiply-add per lane per
+ * block, then hsum8. */
 static void dot_iq4_xs(int64_t n, float *s, const void *w, const void *x) {
     const block_iq4_xs *a = w; const block_q8_K *b = x;
-    float sum = 0;
+    float acc[8] = {0};
     for (int64_t i = 0; i < n / QK_K; i++) {
-        float d = LL_FP16(a[i].d) * b[i].d;
+        int32_t lane[8] = {0};
         for (int sb = 0; sb < 8; sb++) {
-            int ls = ((a[i].scales_l[sb / 2] >> (4 * (sb % 2))) & 0xF) | (((a[i].scales_h >> (2 * sb)) & 3) << 4);
+            int ls = (((a[i].scales_l[sb / 2] >> (4 * (sb % 2))) & 0xF) | (((a[i].scales_h >> (2 * sb)) & 3) << 4)) - 32;
             const uint8_t *q = a[i].qs + 16 * sb;
             const int8_t *y = b[i].qs + 32 * sb;
-            int part = 0;
-            for (int j = 0; j < 16; j++)
-                part += ll_kvalues_iq4nl[q[j] & 0xF] * y[j] + ll_kvalues_iq4nl[q[j] >> 4] * y[j + 16];
-            sum += d * (float)(ls - 32) * (float)part;
+            for (int m = 0; m < 8; m++) {
+                int part = 0;
+                for (int k = 4 * m; k < 4 * m + 4; k++) part += iq4_value(q, k) * y[k];
+                lane[m] += ls * part;
+            }
         }
+        float d = LL_FP16(a[i].d) * b[i].d;
+        for (int m = 0; m < 8; m++) acc[m] = fmaf(d, (float)lane[m], acc[m]);
     }
-    *s = sum;
+    *s = hsum8(acc);
 }
 
 /* One query head over n cells: online softmax with running max M and sum S (f32); the
@@ -419,6 +446,8 @@ void ll_kernels_scalar(ll_kernels *k) {
     k->from_float[LLAMBDA_TYPE_F32] = ll_convert_row_f32;
     k->from_float[LLAMBDA_TYPE_F16] = ll_convert_row_f16;
     k->from_float[LLAMBDA_TYPE_BF16] = ll_convert_row_bf16;
+    k->from_float[LL_ACT_F16_AS_F32] = ll_round_row_f16;
+    k->from_float[LL_ACT_BF16_AS_F32] = ll_round_row_bf16;
     k->from_float[LLAMBDA_TYPE_Q8_0] = ll_quantize_row_q8_0;
     k->from_float[LLAMBDA_TYPE_Q8_1] = ll_quantize_row_q8_1;
     k->from_float[LLAMBDA_TYPE_Q8_K] = ll_quantize_row_q8_K;

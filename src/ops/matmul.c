@@ -17,6 +17,7 @@ typedef struct matmul_job {
     ll_vec_dot_x8_t4_fn dot8t4;
     ll_dot_packed_fn dotp;      /* for the weight's repacked tiles, when it has them, */
     ll_dot_packed_fn dotp2;     /* and for two adjacent ones */
+    ll_gemm_fn gemm;            /* prompts of float weights: a whole item in one call */
 } matmul_job;
 
 /* Several products run as one pool task: their work items are numbered one after the
@@ -92,6 +93,13 @@ static job_items items_of(const matmul_job *j, int nth) {
 static void run_item(const matmul_job *j, const job_items *it, int64_t item) {
     int t0 = (int)(item / it->n_rb) * TOK_CHUNK, t1 = t0 + TOK_CHUNK < j->n_tok ? t0 + TOK_CHUNK : j->n_tok;
     int64_t tile0 = (item % it->n_rb) * it->grab, tile1 = tile0 + it->grab < it->n_tiles ? tile0 + it->grab : it->n_tiles;
+    if (j->gemm) {
+        int64_t r0 = tile0 * ROW_TILE, r1 = tile1 * ROW_TILE < j->w->rows ? tile1 * ROW_TILE : j->w->rows;
+        j->gemm(j->w->cols, j->y + (size_t)t0 * (size_t)j->w->rows + (size_t)r0, (size_t)j->w->rows,
+                j->w->data + (size_t)r0 * j->w->row_bytes, j->w->row_bytes, (int)(r1 - r0), j->xq + (size_t)t0 * j->xq_row,
+                j->xq_row, t1 - t0);
+        return;
+    }
     for (int64_t tile = tile0; tile < tile1; tile++) {
         int64_t r0 = tile * ROW_TILE, r1 = r0 + ROW_TILE < j->w->rows ? r0 + ROW_TILE : j->w->rows;
         if (j->dotp2 && tile + 1 < tile1 && r0 + 2 * ROW_TILE <= j->w->rows) {   /* two packed tiles at once */
@@ -133,7 +141,7 @@ void ll_matmul_many(struct llambda_context *c, const ll_matmul_op *ops, int n_op
         const ll_weight *w = ops[i].w;
         if (w->bind && ll_bindings_run(w, ops[i].x, ops[i].n_tok, ops[i].y)) continue;   /* an accelerator took it */
         int vdt = ll_vec_dot_type(w->type);
-        size_t xq_row = (size_t)llambda_type_row_bytes(vdt, w->cols), bytes = xq_row * (size_t)ops[i].n_tok;
+        size_t xq_row = (size_t)ll_act_row_bytes(vdt, w->cols), bytes = xq_row * (size_t)ops[i].n_tok;
         const uint8_t *xq = NULL;
         for (int p = 0; p < n && !xq; p++)   /* the same input already converted to the same type */
             if (job_x[p] == ops[i].x && jobs[p].n_tok == ops[i].n_tok && ll_vec_dot_type(jobs[p].w->type) == vdt && jobs[p].w->cols == w->cols)
@@ -158,7 +166,8 @@ void ll_matmul_many(struct llambda_context *c, const ll_matmul_op *ops, int n_op
                                  /* pairs for prompts only: at one token the 256-bit tile streams weights
                                   * from memory as fast or faster (measured on 220-330 MB Q6_K heads, one
                                   * and two threads, with the pair's blocks apart or interleaved) */
-                                 .dotp2 = w->packed && ops[i].n_tok > 1 ? k->dot_packed2[w->type] : NULL};
+                                 .dotp2 = w->packed && ops[i].n_tok > 1 ? k->dot_packed2[w->type] : NULL,
+                                 .gemm = ops[i].n_tok > 1 ? k->gemm[w->type] : NULL};
     }
     if (n) {
         matmul_set set = {.jobs = jobs, .n = n, .next_item = 0};
