@@ -191,7 +191,8 @@ llambda_status llambda_gguf_writer_write(llambda_gguf_writer *w, const char *pat
 
 /* File types (general.file_type, llama.cpp's llama_ftype ids). */
 enum llambda_ftype {
-    LLAMBDA_FTYPE_F32 = 0, LLAMBDA_FTYPE_F16 = 1, LLAMBDA_FTYPE_Q4_0 = 2, LLAMBDA_FTYPE_Q8_0 = 7,
+    LLAMBDA_FTYPE_F32 = 0, LLAMBDA_FTYPE_F16 = 1, LLAMBDA_FTYPE_Q4_0 = 2, LLAMBDA_FTYPE_Q8_0 = 7, LLAMBDA_FTYPE_Q2_K = 10,
+    LLAMBDA_FTYPE_Q3_K_M = 12,
     LLAMBDA_FTYPE_Q4_K_M = 15, LLAMBDA_FTYPE_Q5_K_M = 17, LLAMBDA_FTYPE_Q6_K = 18, LLAMBDA_FTYPE_IQ4_XS = 30,
     LLAMBDA_FTYPE_BF16 = 32,
 };

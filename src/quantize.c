@@ -12,8 +12,9 @@ static const struct { const char *name; int ftype, base_type; } ftypes[] = {
     {"BF16", LLAMBDA_FTYPE_BF16, LLAMBDA_TYPE_BF16}, {"Q4_0", LLAMBDA_FTYPE_Q4_0, LLAMBDA_TYPE_Q4_0},
     {"Q8_0", LLAMBDA_FTYPE_Q8_0, LLAMBDA_TYPE_Q8_0}, {"Q4_K_M", LLAMBDA_FTYPE_Q4_K_M, LLAMBDA_TYPE_Q4_K},
     {"Q5_K_M", LLAMBDA_FTYPE_Q5_K_M, LLAMBDA_TYPE_Q5_K}, {"Q6_K", LLAMBDA_FTYPE_Q6_K, LLAMBDA_TYPE_Q6_K},
-    {"IQ4_XS", LLAMBDA_FTYPE_IQ4_XS, LLAMBDA_TYPE_IQ4_XS},
-    {"Q4_1", 3, -1}, {"Q5_0", 8, -1}, {"Q5_1", 9, -1}, {"Q2_K", 10, -1}, {"Q3_K_S", 11, -1}, {"Q3_K_M", 12, -1},
+    {"IQ4_XS", LLAMBDA_FTYPE_IQ4_XS, LLAMBDA_TYPE_IQ4_XS}, {"Q3_K_M", LLAMBDA_FTYPE_Q3_K_M, LLAMBDA_TYPE_Q3_K},
+    {"Q2_K", LLAMBDA_FTYPE_Q2_K, LLAMBDA_TYPE_Q2_K},
+    {"Q4_1", 3, -1}, {"Q5_0", 8, -1}, {"Q5_1", 9, -1}, {"Q3_K_S", 11, -1},
     {"Q3_K_L", 13, -1}, {"Q4_K_S", 14, -1}, {"Q5_K_S", 16, -1}, {"IQ2_XXS", 19, -1}, {"IQ2_XS", 20, -1},
     {"Q2_K_S", 21, -1}, {"IQ3_XS", 22, -1}, {"IQ3_XXS", 23, -1}, {"IQ1_S", 24, -1}, {"IQ4_NL", 25, -1},
     {"IQ3_S", 26, -1}, {"IQ3_M", 27, -1}, {"IQ2_S", 28, -1}, {"IQ2_M", 29, -1}, {"IQ1_M", 31, -1},
@@ -72,6 +73,7 @@ int llambda_quant_tensor_type(int ftype, const char *name, int n_dims, const int
     if (!is_quantizable(name, n_dims)) return src_type;
     if (ftype == LLAMBDA_FTYPE_F32 || ftype == LLAMBDA_FTYPE_F16 || ftype == LLAMBDA_FTYPE_BF16) return type;
     int k_mix = ftype == LLAMBDA_FTYPE_Q4_K_M || ftype == LLAMBDA_FTYPE_Q5_K_M, iq4 = ftype == LLAMBDA_FTYPE_IQ4_XS;
+    int q3m = ftype == LLAMBDA_FTYPE_Q3_K_M, q2 = ftype == LLAMBDA_FTYPE_Q2_K;
     if (!strcmp(name, "output.weight") || (!has_output && !strcmp(name, "token_embd.weight"))) {
         if (ne[0] % QK_K != 0) type = LLAMBDA_TYPE_Q8_0;
         else if (type != LLAMBDA_TYPE_Q8_0) type = LLAMBDA_TYPE_Q6_K;
@@ -80,14 +82,20 @@ int llambda_quant_tensor_type(int ftype, const char *name, int n_dims, const int
     } else if (strstr(name, "attn_v.weight") || strstr(name, "attn_qkv.weight") || strstr(name, "attn_kv_b.weight")) {
         if (k_mix && use_more_bits(i_kind, n_kind)) type = LLAMBDA_TYPE_Q6_K;
         if (iq4 && n_gqa >= 4) type = LLAMBDA_TYPE_Q5_K;
-        if (n_expert == 8 && (k_mix || iq4)) type = LLAMBDA_TYPE_Q8_0;
+        if (q3m) type = i_kind < 2 ? LLAMBDA_TYPE_Q5_K : LLAMBDA_TYPE_Q4_K;
+        if (q2) type = n_gqa >= 4 ? LLAMBDA_TYPE_Q4_K : LLAMBDA_TYPE_Q3_K;
+        if (n_expert == 8 && (k_mix || iq4 || q3m || q2)) type = LLAMBDA_TYPE_Q8_0;
     } else if (strstr(name, "attn_k.weight")) {
-        if (n_expert == 8 && (k_mix || iq4)) type = LLAMBDA_TYPE_Q8_0;
+        if (n_expert == 8 && (k_mix || iq4 || q3m || q2)) type = LLAMBDA_TYPE_Q8_0;
     } else if (strstr(name, "ffn_down")) {
         if (k_mix && use_more_bits(i_kind, n_kind)) type = LLAMBDA_TYPE_Q6_K;
         if (iq4 && i_kind < n_kind / 8) type = LLAMBDA_TYPE_Q5_K;   /* (without an importance matrix) */
+        if (q3m) type = i_kind < n_kind / 16 ? LLAMBDA_TYPE_Q5_K : LLAMBDA_TYPE_Q4_K;
+        if (q2) type = LLAMBDA_TYPE_Q3_K;
     } else if (strstr(name, "attn_output.weight")) {
-        if ((ftype == LLAMBDA_FTYPE_Q4_K_M || iq4) && n_expert == 8) type = LLAMBDA_TYPE_Q5_K;
+        if ((ftype == LLAMBDA_FTYPE_Q4_K_M || iq4 || q3m || q2) && n_expert == 8) type = LLAMBDA_TYPE_Q5_K;
+        else if (q3m) type = LLAMBDA_TYPE_Q4_K;
+        else if (q2) type = LLAMBDA_TYPE_Q3_K;
     }
     return fallback(type, ne[0]);
 }

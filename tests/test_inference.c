@@ -143,17 +143,17 @@ static void test_repack_bits(const char *rel) {
     llambda_model_free(packed);
 }
 
-/* An IQ4_XS file made by the quantizer from the F16 fixture (IQ4_XS with Q5_K, Q6_K as
- * llama.cpp mixes them): its logits follow the F16 model's within quantization error (a
- * wrong nibble, scale or sign in the kernels would not), and its repacked tiles, batch
- * sizes and thread counts give the same bits. */
-static void test_iq4_xs(void) {
+/* A file the quantizer makes from the F16 fixture (types mixed as llama.cpp mixes them:
+ * IQ4_XS with Q5_K and Q6_K, Q3_K with Q4_K, Q5_K and Q6_K): its logits follow the F16
+ * model's within quantization error (a wrong nibble, scale or sign in the kernels would
+ * not), and its repacked tiles, batch sizes and thread counts give the same bits. */
+static void test_quantized(int ftype) {
     char path[64];
-    snprintf(path, sizeof path, "/tmp/llambda-test-iq4xs-%d.gguf", (int)getpid());
-    CHECK(llambda_quantize_file(fixture("models/tiny-llama31-F16.gguf"), path, LLAMBDA_FTYPE_IQ4_XS, 2, NULL, NULL) == LLAMBDA_OK,
+    snprintf(path, sizeof path, "/tmp/llambda-test-%s-%d.gguf", llambda_ftype_name(ftype), (int)getpid());
+    CHECK(llambda_quantize_file(fixture("models/tiny-llama31-F16.gguf"), path, ftype, 2, NULL, NULL) == LLAMBDA_OK,
           "quantize: %s", llambda_last_error());
     llambda_model *q = load(path), *f = load("models/tiny-llama31-F16.gguf");
-    if (q && f) {
+    if (q && f && ftype != LLAMBDA_FTYPE_Q2_K) {   /* two bits lose the thread on these weights (llama-quantize's too) */
         int V = llambda_model_n_vocab(q), n = NP;
         float *a = eval_all(q, PROMPT, n, 2, 512, n), *b = eval_all(f, PROMPT, n, 2, 512, n);
         double worst = 0;
@@ -170,9 +170,12 @@ static void test_iq4_xs(void) {
             if (num / den > worst) worst = num / den;
             agree += ia == ib;
         }
-        printf("  IQ4_XS vs F16 logits: worst row NMSE %.2e, argmax agrees on %d of %d rows\n", worst, agree, n);
-        /* the fixture Q4_K_M and Q4_0 files sit at NMSE 6-7e-2, argmax 13-14 of 21 on these random weights */
-        CHECK(worst < 0.2 && agree >= n / 2, "IQ4_XS logits too far from F16 (NMSE %.3g, argmax %d/%d)", worst, agree, n);
+        printf("  %s vs F16 logits: worst row NMSE %.2e, argmax agrees on %d of %d rows\n", llambda_ftype_name(ftype), worst,
+               agree, n);
+        /* on these random weights the fixture Q4_K_M and Q4_0 files sit at NMSE 6-7e-2, argmax 13-14 of
+         * 21, llama-quantize's own Q3_K_M at 0.15 and 11 of 21; a wrong nibble sits at 1.4 and 0 */
+        CHECK(worst < 0.3 && agree >= n / 3, "%s logits too far from F16 (NMSE %.3g, argmax %d/%d)", llambda_ftype_name(ftype),
+              worst, agree, n);
         free(a); free(b);
     }
     llambda_model_free(q);
@@ -494,7 +497,12 @@ int main(void) {
     TEST("inference: repacked Q4_K/Q5_0/Q6_K weights give the mapped rows' bits (nemotron experts)")
         test_repack_bits("archs/nemotron_h_moe/models/tiny-nemotron-h-moe-Q4_K_M.gguf");
     TEST("inference: repacked Q4_K/Q6_K weights give the mapped rows' bits (qwen3next experts)") test_repack_bits("archs/qwen3next/models/tiny-qwen3next-Q4_K_M.gguf");
-    TEST("inference: IQ4_XS (quantized here): close to F16, repacked tiles and batch sizes give the same bits") test_iq4_xs();
+    TEST("inference: IQ4_XS (quantized here): close to F16, repacked tiles and batch sizes give the same bits")
+        test_quantized(LLAMBDA_FTYPE_IQ4_XS);
+    TEST("inference: Q3_K_M (quantized here): close to F16, repacked tiles and batch sizes give the same bits")
+        test_quantized(LLAMBDA_FTYPE_Q3_K_M);
+    TEST("inference: Q2_K (quantized here): repacked Q2_K/Q3_K tiles, batch sizes and threads give the same bits")
+        test_quantized(LLAMBDA_FTYPE_Q2_K);
     TEST("inference: gemma4 sliding-window ring: logits independent of batch and chunking; KV bytes") test_gemma_ring();
     TEST("inference: exact replay, gemma4 Q4_K_M (sliding window, shared KV)") test_exact_replay("archs/gemma4/models/tiny-gemma4-Q4_K_M.gguf");
     TEST("inference: exact replay, gemma4 with batch 3 (the sliding ring wraps while generating)") test_exact_replay_batch("archs/gemma4/models/tiny-gemma4-F16.gguf", 3);

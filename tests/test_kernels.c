@@ -375,6 +375,10 @@ int main(void) {
             CHECK(k2.pack_x8[LLAMBDA_TYPE_Q8_0] && k2.dot_packed[LLAMBDA_TYPE_Q8_0], "Q8_0 has no repacked kernel");
             CHECK(k2.pack_x8[LLAMBDA_TYPE_Q4_0] && k2.dot_packed[LLAMBDA_TYPE_Q4_0], "Q4_0 has no repacked kernel");
             CHECK(k2.pack_x8[LLAMBDA_TYPE_IQ4_XS] && k2.dot_packed[LLAMBDA_TYPE_IQ4_XS], "IQ4_XS has no repacked kernel");
+            CHECK(k2.pack_x8[LLAMBDA_TYPE_Q3_K] && k2.dot_packed[LLAMBDA_TYPE_Q3_K], "Q3_K has no repacked kernel");
+            CHECK(k2.vec_dot[LLAMBDA_TYPE_Q3_K] != scalar.vec_dot[LLAMBDA_TYPE_Q3_K], "Q3_K has no vector kernel");
+            CHECK(k2.pack_x8[LLAMBDA_TYPE_Q2_K] && k2.dot_packed[LLAMBDA_TYPE_Q2_K], "Q2_K has no repacked kernel");
+            CHECK(k2.vec_dot[LLAMBDA_TYPE_Q2_K] != scalar.vec_dot[LLAMBDA_TYPE_Q2_K], "Q2_K has no vector kernel");
             CHECK(k2.vec_dot[LLAMBDA_TYPE_IQ4_XS] != scalar.vec_dot[LLAMBDA_TYPE_IQ4_XS], "IQ4_XS has no vector kernel");
         }
         if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) {

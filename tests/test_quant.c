@@ -152,6 +152,29 @@ int main(void) {
         CHECK(llambda_quant_tensor_type(F, "token_embd.weight", 2, head, F32, 0, 0, false, 0, 4) == LLAMBDA_TYPE_Q6_K, "tied token_embd");
         CHECK(llambda_quant_tensor_type(F, "blk.0.attn_q.weight", 2, odd, F32, 0, 1, true, 0, 1) == LLAMBDA_TYPE_IQ4_NL, "96-wide rows");
     }
+    TEST("types: Q3_K_M files mix types as llama.cpp does (attn_v Q5_K then Q4_K, ffn_down and attn_output Q4_K)") {
+        int64_t sq[2] = {2048, 2048}, kv[2] = {2048, 512}, down[2] = {8192, 2048}, head[2] = {2048, 128256};
+        int F = LLAMBDA_FTYPE_Q3_K_M, F32 = LLAMBDA_TYPE_F32;
+        CHECK(llambda_ftype_from_name("Q3_K_M") == F, "name");
+        CHECK(llambda_quant_tensor_type(F, "blk.3.attn_q.weight", 2, sq, F32, 3, 16, true, 0, 4) == LLAMBDA_TYPE_Q3_K, "attn_q");
+        CHECK(llambda_quant_tensor_type(F, "blk.3.ffn_up.weight", 2, down, F32, 3, 16, true, 0, 4) == LLAMBDA_TYPE_Q3_K, "ffn_up");
+        CHECK(llambda_quant_tensor_type(F, "blk.1.attn_v.weight", 2, kv, F32, 1, 16, true, 0, 4) == LLAMBDA_TYPE_Q5_K, "attn_v 1");
+        CHECK(llambda_quant_tensor_type(F, "blk.2.attn_v.weight", 2, kv, F32, 2, 16, true, 0, 4) == LLAMBDA_TYPE_Q4_K, "attn_v 2");
+        CHECK(llambda_quant_tensor_type(F, "blk.0.ffn_down.weight", 2, down, F32, 0, 16, true, 0, 4) == LLAMBDA_TYPE_Q5_K, "ffn_down 0");
+        CHECK(llambda_quant_tensor_type(F, "blk.1.ffn_down.weight", 2, down, F32, 1, 16, true, 0, 4) == LLAMBDA_TYPE_Q4_K, "ffn_down 1");
+        CHECK(llambda_quant_tensor_type(F, "blk.1.attn_output.weight", 2, sq, F32, 1, 16, true, 0, 4) == LLAMBDA_TYPE_Q4_K, "attn_output");
+        CHECK(llambda_quant_tensor_type(F, "output.weight", 2, head, F32, 0, 0, true, 0, 4) == LLAMBDA_TYPE_Q6_K, "output");
+    }
+    TEST("types: Q2_K files mix types as llama.cpp does (attn_v Q4_K at GQA >= 4, ffn_down and attn_output Q3_K)") {
+        int64_t sq[2] = {2048, 2048}, kv[2] = {2048, 512}, down[2] = {8192, 2048};
+        int F = LLAMBDA_FTYPE_Q2_K, F32 = LLAMBDA_TYPE_F32;
+        CHECK(llambda_ftype_from_name("Q2_K") == F, "name");
+        CHECK(llambda_quant_tensor_type(F, "blk.3.ffn_gate.weight", 2, down, F32, 3, 16, true, 0, 4) == LLAMBDA_TYPE_Q2_K, "ffn_gate");
+        CHECK(llambda_quant_tensor_type(F, "blk.3.attn_v.weight", 2, kv, F32, 3, 16, true, 0, 4) == LLAMBDA_TYPE_Q4_K, "attn_v gqa 4");
+        CHECK(llambda_quant_tensor_type(F, "blk.3.attn_v.weight", 2, kv, F32, 3, 16, true, 0, 2) == LLAMBDA_TYPE_Q3_K, "attn_v gqa 2");
+        CHECK(llambda_quant_tensor_type(F, "blk.0.ffn_down.weight", 2, down, F32, 0, 16, true, 0, 4) == LLAMBDA_TYPE_Q3_K, "ffn_down");
+        CHECK(llambda_quant_tensor_type(F, "blk.0.attn_output.weight", 2, sq, F32, 0, 16, true, 0, 4) == LLAMBDA_TYPE_Q3_K, "attn_output");
+    }
     const char *models[] = {"tiny-llama31", "tiny-qwen25"};
     const char *quants[] = {"F16", "Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K"};
     for (int m = 0; m < 2; m++)

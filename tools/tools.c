@@ -28,9 +28,9 @@ int cmd_quantize(int argc, char **argv) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (np < 3) pos[np++] = argv[i];
     }
-    if (np != 3) { fprintf(stderr, "usage: llambda quantize IN.gguf OUT.gguf TYPE [-t THREADS]\n  TYPE: Q8_0 Q4_0 Q4_K_M Q5_K_M Q6_K IQ4_XS F16 BF16 F32\n"); return 2; }
+    if (np != 3) { fprintf(stderr, "usage: llambda quantize IN.gguf OUT.gguf TYPE [-t THREADS]\n  TYPE: Q8_0 Q4_0 Q2_K Q3_K_M Q4_K_M Q5_K_M Q6_K IQ4_XS F16 BF16 F32\n"); return 2; }
     int ft = llambda_ftype_from_name(pos[2]);
-    if (ft < 0) { fprintf(stderr, "llambda: unknown type '%s' (Q8_0 Q4_0 Q4_K_M Q5_K_M Q6_K IQ4_XS F16 BF16 F32)\n", pos[2]); return 2; }
+    if (ft < 0) { fprintf(stderr, "llambda: unknown type '%s' (Q8_0 Q4_0 Q2_K Q3_K_M Q4_K_M Q5_K_M Q6_K IQ4_XS F16 BF16 F32)\n", pos[2]); return 2; }
     double t0 = now();
     if (llambda_quantize_file(pos[0], pos[1], ft, threads, print_progress, NULL)) {
         fprintf(stderr, "\nllambda: %s\n", llambda_last_error());

@@ -535,6 +535,278 @@ static void x8_t4_by_rows(ll_vec_dot_fn dot, int64_t n, float *out, size_t out_s
 }
 
 
+/* ------------------------------------------------------------------ Q2_K */
+
+/* scalar.c's dot_q2_K: per block the exact integer sums of scale x (values x activations)
+ * and of min x (the activations' 16-group sums), then its one float step. */
+static void dot_q2_K(int64_t n, float *s, const void *w, const void *x) {
+    const block_q2_K *a = w;
+    const block_q8_K *b = x;
+    const __m256i m3 = _mm256_set1_epi8(3);
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD + 64, _MM_HINT_T0);
+        int msum = 0;
+        for (int g = 0; g < 16; g++) msum += b[i].bsums[g] * (a[i].scales[g] >> 4);
+        __m256i acc = _mm256_setzero_si256();
+        #pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            __m256i V = _mm256_loadu_si256((const __m256i *)(a[i].qs + 32 * h));
+            #pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                int c = 4 * h + j;
+                __m256i u = _mm256_and_si256(_mm256_srli_epi16(V, 2 * j), m3);
+                __m256i pr = _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * c)));
+                __m256i sc = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(a[i].scales[2 * c] & 0xF)),
+                                                     _mm_set1_epi16(a[i].scales[2 * c + 1] & 0xF), 1);
+                acc = _mm256_add_epi32(acc, _mm256_madd_epi16(pr, sc));
+            }
+        }
+        int isum = hsum_i32(acc);
+        sum += b[i].d * LL_FP16(a[i].d) * (float)isum - b[i].d * LL_FP16(a[i].dmin) * (float)msum;
+    }
+    *s = sum;
+}
+
+/* Eight Q2_K rows' block, repacked: qs[h][p] holds bytes 32h + 4p .. 32h + 4p + 3 of each
+ * row (row r at 4r), whose two-bit fields j are elements 128h + 32j + 4p .. + 3 (the file's
+ * own bit layout, so the same bytes); scales and mins unpacked [group][row]. */
+typedef struct {
+    uint16_t d[8], dmin[8];
+    uint8_t sc[16][8], mn[16][8];
+    uint8_t qs[2][8][32];
+} block_q2_K_x8;
+
+static size_t pack_q2_K_x8(int64_t n, const void *w, size_t stride, void *dst) {
+    int64_t nb = n / QK_K;
+    if (dst)
+        for (int64_t i = 0; i < nb; i++) {
+            block_q2_K_x8 *p = (block_q2_K_x8 *)dst + i;
+            for (int r = 0; r < 8; r++) {
+                const block_q2_K *a = (const block_q2_K *)((const uint8_t *)w + (size_t)r * stride) + i;
+                p->d[r] = a->d;
+                p->dmin[r] = a->dmin;
+                for (int g = 0; g < 16; g++) { p->sc[g][r] = a->scales[g] & 0xF; p->mn[g][r] = a->scales[g] >> 4; }
+                for (int h = 0; h < 2; h++)
+                    for (int q = 0; q < 8; q++) memcpy(&p->qs[h][q][4 * r], a->qs + 32 * h + 4 * q, 4);
+            }
+        }
+    return (size_t)nb * sizeof(block_q2_K_x8);
+}
+
+/* The tile against T (1 or 2) tokens: per row and token dot_q2_K's two integer sums
+ * (exact, any order) and the same float step per block. */
+static inline __attribute__((always_inline)) void q2_K_packed_tile(int64_t n, float *out, size_t out_stride,
+                                                                   const block_q2_K_x8 *p, const void *x,
+                                                                   size_t x_stride, const int T) {
+    const __m256i m3 = _mm256_set1_epi8(3);
+    __m256 sum[2];
+    #pragma GCC unroll 2
+    for (int t = 0; t < T; t++) sum[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++, p++) {
+        const block_q8_K *y[2];
+        #pragma GCC unroll 2
+        for (int t = 0; t < T; t++) y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
+        #pragma GCC unroll 13
+        for (int l = 0; l < 13; l++)   /* the whole 800-byte block */
+            _mm_prefetch((const char *)p + PREFETCH_AHEAD + 64 * l, _MM_HINT_T0);
+        __m256i isum[2], msum[2];
+        #pragma GCC unroll 2
+        for (int t = 0; t < T; t++) isum[t] = msum[t] = _mm256_setzero_si256();
+        #pragma GCC unroll 8
+        for (int c = 0; c < 8; c++) {   /* 32-element chunk c: groups 2c and 2c + 1 */
+            int h = c / 4, j = c % 4;
+            __m256i ga[2], gb[2];
+            #pragma GCC unroll 2
+            for (int t = 0; t < T; t++) ga[t] = gb[t] = _mm256_setzero_si256();
+            #pragma GCC unroll 8
+            for (int q = 0; q < 8; q++) {
+                __m256i u = _mm256_and_si256(_mm256_srli_epi16(_mm256_loadu_si256((const __m256i *)p->qs[h][q]), 2 * j), m3);
+                #pragma GCC unroll 2
+                for (int t = 0; t < T; t++) {
+                    int32_t yq;
+                    memcpy(&yq, y[t]->qs + 32 * c + 4 * q, 4);
+                    if (q < 4) ga[t] = ACC_DOT_U8I8_4(ga[t], u, _mm256_set1_epi32(yq));
+                    else gb[t] = ACC_DOT_U8I8_4(gb[t], u, _mm256_set1_epi32(yq));
+                }
+            }
+            __m256i sa = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p->sc[2 * c]));
+            __m256i sb = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p->sc[2 * c + 1]));
+            __m256i ma = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p->mn[2 * c]));
+            __m256i mb = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p->mn[2 * c + 1]));
+            #pragma GCC unroll 2
+            for (int t = 0; t < T; t++) {
+                isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_mullo_epi32(ga[t], sa), _mm256_mullo_epi32(gb[t], sb)));
+                msum[t] = _mm256_add_epi32(msum[t], _mm256_add_epi32(_mm256_mullo_epi32(ma, _mm256_set1_epi32(y[t]->bsums[2 * c])),
+                                                                     _mm256_mullo_epi32(mb, _mm256_set1_epi32(y[t]->bsums[2 * c + 1]))));
+            }
+        }
+        __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d));
+        __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->dmin));
+        #pragma GCC unroll 2
+        for (int t = 0; t < T; t++) {
+            __m256 yd = _mm256_set1_ps(y[t]->d);
+            __m256 v = _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(yd, d), _mm256_cvtepi32_ps(isum[t])),
+                                     _mm256_mul_ps(_mm256_mul_ps(yd, dm), _mm256_cvtepi32_ps(msum[t])));
+            sum[t] = _mm256_add_ps(sum[t], v);
+        }
+    }
+    #pragma GCC unroll 2
+    for (int t = 0; t < T; t++) _mm256_storeu_ps(out + (size_t)t * out_stride, sum[t]);
+}
+
+static void dot_q2_K_packed(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
+                            int n_tok) {
+    int t = 0;
+    for (; t + 2 <= n_tok; t += 2)
+        q2_K_packed_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 2);
+    for (; t < n_tok; t++)
+        q2_K_packed_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 1);
+}
+
+/* ------------------------------------------------------------------ Q3_K */
+
+/* The sixteen 6-bit scales less 32 */
+static inline void q3_K_scales(const block_q3_K *a, int8_t S[16]) {
+    for (int g = 0; g < 16; g++) {
+        int low4 = g < 8 ? (a->scales[g] & 0xF) : (a->scales[g - 8] >> 4);
+        int hi2 = (a->scales[8 + (g % 4)] >> (2 * (g / 4))) & 3;
+        S[g] = (int8_t)((low4 | (hi2 << 4)) - 32);
+    }
+}
+
+/* scalar.c's dot_q3_K: per block the exact integer sum of scale x (values x activations),
+ * then one float step. Values are taken as q + 4 (0..7: two low bits, plus 4 where the
+ * high bit is set), the 4 x Σy of each 16-group (the activations' bsums) taken off after. */
+static void dot_q3_K(int64_t n, float *s, const void *w, const void *x) {
+    const block_q3_K *a = w;
+    const block_q8_K *b = x;
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+    float sum = 0;
+    for (int64_t i = 0; i < n / QK_K; i++) {
+        _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD + 64, _MM_HINT_T0);
+        int8_t S[16];
+        q3_K_scales(&a[i], S);
+        int ofs = 0;
+        for (int g = 0; g < 16; g++) ofs += S[g] * b[i].bsums[g];
+        __m256i H = _mm256_loadu_si256((const __m256i *)a[i].hmask), acc = _mm256_setzero_si256();
+        #pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            __m256i V = _mm256_loadu_si256((const __m256i *)(a[i].qs + 32 * h));
+            #pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                int c = 4 * h + j;
+                __m256i lo = _mm256_and_si256(_mm256_srli_epi16(V, 2 * j), m3);
+                __m256i hb = _mm256_and_si256(_mm256_srli_epi16(H, c), one);
+                __m256i u = _mm256_or_si256(lo, _mm256_slli_epi16(hb, 2));   /* q + 4 */
+                __m256i pr = _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * c)));
+                __m256i sc = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(S[2 * c])), _mm_set1_epi16(S[2 * c + 1]), 1);
+                acc = _mm256_add_epi32(acc, _mm256_madd_epi16(pr, sc));
+            }
+        }
+        int isum = hsum_i32(acc) - 4 * ofs;
+        sum += LL_FP16(a[i].d) * b[i].d * (float)isum;
+    }
+    *s = sum;
+}
+
+/* Eight Q3_K rows' block, repacked with each value widened to a nibble (q + 4): qs[g][s]
+ * holds, for row r at bytes 4r..4r+3, elements 16g + 8s + b in the low nibbles and
+ * 16g + 8s + 4 + b in the high ones (b = 0..3); the scales unpacked, less 32,
+ * [group][row]. A third more bytes than the file's, for an unpacking as cheap as Q4_0's. */
+typedef struct {
+    uint16_t d[8];
+    int8_t S[16][8];
+    uint8_t qs[16][2][32];
+} block_q3_K_x8;
+
+static size_t pack_q3_K_x8(int64_t n, const void *w, size_t stride, void *dst) {
+    int64_t nb = n / QK_K;
+    if (dst)
+        for (int64_t i = 0; i < nb; i++) {
+            block_q3_K_x8 *p = (block_q3_K_x8 *)dst + i;
+            for (int r = 0; r < 8; r++) {
+                const block_q3_K *a = (const block_q3_K *)((const uint8_t *)w + (size_t)r * stride) + i;
+                p->d[r] = a->d;
+                int8_t S[16];
+                q3_K_scales(a, S);
+                uint8_t u[QK_K];
+                for (int k = 0; k < QK_K; k++) {
+                    int h = k / 128, j = (k % 128) / 32, l = k % 32;
+                    u[k] = (uint8_t)(((a->qs[32 * h + l] >> (2 * j)) & 3) | (((a->hmask[l] >> (4 * h + j)) & 1) << 2));
+                }
+                for (int g = 0; g < 16; g++) {
+                    p->S[g][r] = S[g];
+                    for (int sh = 0; sh < 2; sh++)
+                        for (int bb = 0; bb < 4; bb++)
+                            p->qs[g][sh][4 * r + bb] = (uint8_t)(u[16 * g + 8 * sh + bb] | (u[16 * g + 8 * sh + 4 + bb] << 4));
+                }
+            }
+        }
+    return (size_t)nb * sizeof(block_q3_K_x8);
+}
+
+/* The tile against T (1 or 2) tokens: per row and token dot_q3_K's integer sum (exact, any
+ * order: each 16-group's dot starts at -4 x its bsum) and the same float step per block. */
+static inline __attribute__((always_inline)) void q3_K_packed_tile(int64_t n, float *out, size_t out_stride,
+                                                                   const block_q3_K_x8 *p, const void *x,
+                                                                   size_t x_stride, const int T) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 sum[2];
+    #pragma GCC unroll 2
+    for (int t = 0; t < T; t++) sum[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++, p++) {
+        const block_q8_K *y[2];
+        #pragma GCC unroll 2
+        for (int t = 0; t < T; t++) y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
+        #pragma GCC unroll 19
+        for (int l = 0; l < 19; l++)   /* the whole 1168-byte block */
+            _mm_prefetch((const char *)p + PREFETCH_AHEAD + 64 * l, _MM_HINT_T0);
+        __m256i isum[2];
+        #pragma GCC unroll 2
+        for (int t = 0; t < T; t++) isum[t] = _mm256_setzero_si256();
+        #pragma GCC unroll 16
+        for (int g = 0; g < 16; g++) {
+            __m256i ga[2];
+            #pragma GCC unroll 2
+            for (int t = 0; t < T; t++) ga[t] = _mm256_set1_epi32(-4 * y[t]->bsums[g]);
+            #pragma GCC unroll 2
+            for (int sh = 0; sh < 2; sh++) {
+                __m256i q = _mm256_loadu_si256((const __m256i *)p->qs[g][sh]);
+                __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+                #pragma GCC unroll 2
+                for (int t = 0; t < T; t++) {
+                    int32_t yl, yh;
+                    memcpy(&yl, y[t]->qs + 16 * g + 8 * sh, 4);
+                    memcpy(&yh, y[t]->qs + 16 * g + 8 * sh + 4, 4);
+                    ga[t] = ACC_DOT_U8I8_4(ga[t], lo, _mm256_set1_epi32(yl));
+                    ga[t] = ACC_DOT_U8I8_4(ga[t], hi, _mm256_set1_epi32(yh));
+                }
+            }
+            __m256i S = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p->S[g]));
+            #pragma GCC unroll 2
+            for (int t = 0; t < T; t++) isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(ga[t], S));
+        }
+        __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d));
+        #pragma GCC unroll 2
+        for (int t = 0; t < T; t++)
+            sum[t] = _mm256_add_ps(sum[t], _mm256_mul_ps(_mm256_mul_ps(d, _mm256_set1_ps(y[t]->d)), _mm256_cvtepi32_ps(isum[t])));
+    }
+    #pragma GCC unroll 2
+    for (int t = 0; t < T; t++) _mm256_storeu_ps(out + (size_t)t * out_stride, sum[t]);
+}
+
+static void dot_q3_K_packed(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
+                            int n_tok) {
+    int t = 0;
+    for (; t + 2 <= n_tok; t += 2)
+        q3_K_packed_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 2);
+    for (; t < n_tok; t++)
+        q3_K_packed_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 1);
+}
+
 /* ------------------------------------------------------------------ IQ4_XS */
 
 /* Sub-block sb's scale less 32 */
@@ -2417,6 +2689,12 @@ void ll_kernels_avx2(ll_kernels *k) {
 #endif
     k->vec_dot[LLAMBDA_TYPE_Q5_K] = dot_q5_K;
     k->vec_dot[LLAMBDA_TYPE_Q6_K] = dot_q6_K;
+    k->vec_dot[LLAMBDA_TYPE_Q2_K] = dot_q2_K;
+    k->pack_x8[LLAMBDA_TYPE_Q2_K] = pack_q2_K_x8;
+    k->dot_packed[LLAMBDA_TYPE_Q2_K] = dot_q2_K_packed;
+    k->vec_dot[LLAMBDA_TYPE_Q3_K] = dot_q3_K;
+    k->pack_x8[LLAMBDA_TYPE_Q3_K] = pack_q3_K_x8;
+    k->dot_packed[LLAMBDA_TYPE_Q3_K] = dot_q3_K_packed;
     k->vec_dot[LLAMBDA_TYPE_IQ4_XS] = dot_iq4_xs;
     k->pack_x8[LLAMBDA_TYPE_IQ4_XS] = pack_iq4_xs_x8;
     k->dot_packed[LLAMBDA_TYPE_IQ4_XS] = dot_iq4_xs_packed;
