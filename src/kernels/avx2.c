@@ -455,6 +455,133 @@ static void dot_q5_0(int64_t n, float *s, const void *w, const void *x) {
     *s = hsum8(acc);
 }
 
+/* The rarer 32-blocks (Q4_1 and Q5_1 with their Q8_1 activations, IQ4_NL, MXFP4):
+ * scalar.c's per-block exact integer sum, then its float step, block after block. */
+static void dot_q4_1(int64_t n, float *s, const void *w, const void *x) {
+    const block_q4_1 *a = w;
+    const block_q8_1 *b = x;
+    float sum = 0;
+    for (int64_t i = 0; i < n / 32; i++) {
+        __m256i pr = mul_u8_i8_pairs(unpack_nibbles(a[i].qs), _mm256_loadu_si256((const __m256i *)b[i].qs));
+        int isum = hsum_i32(_mm256_madd_epi16(pr, _mm256_set1_epi16(1)));
+        sum += (LL_FP16(a[i].d) * LL_FP16(b[i].d)) * (float)isum + LL_FP16(a[i].m) * LL_FP16(b[i].s);
+    }
+    *s = sum;
+}
+
+static void dot_q5_1(int64_t n, float *s, const void *w, const void *x) {
+    const block_q5_1 *a = w;
+    const block_q8_1 *b = x;
+    float sum = 0;
+    for (int64_t i = 0; i < n / 32; i++) {
+        __m256i q = _mm256_or_si256(unpack_nibbles(a[i].qs), _mm256_and_si256(bytes_from_bits(a[i].qh), _mm256_set1_epi8(16)));
+        __m256i pr = mul_u8_i8_pairs(q, _mm256_loadu_si256((const __m256i *)b[i].qs));
+        int isum = hsum_i32(_mm256_madd_epi16(pr, _mm256_set1_epi16(1)));
+        sum += (LL_FP16(a[i].d) * LL_FP16(b[i].d)) * (float)isum + LL_FP16(a[i].m) * LL_FP16(b[i].s);
+    }
+    *s = sum;
+}
+
+/* a 16-entry table of int8 values looked up by a block's 32 nibbles (low ones first) */
+static inline __m256i lookup_nibbles(const int8_t *table, const uint8_t *qs) {
+    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)table)), unpack_nibbles(qs));
+}
+
+static void dot_iq4_nl(int64_t n, float *s, const void *w, const void *x) {
+    const block_iq4_nl *a = w;
+    const block_q8_0 *b = x;
+    float sum = 0;
+    for (int64_t i = 0; i < n / 32; i++) {
+        int isum = hsum_i32(dot_i8_groups4(lookup_nibbles(ll_kvalues_iq4nl, a[i].qs), _mm256_loadu_si256((const __m256i *)b[i].qs)));
+        sum += (float)isum * (LL_FP16(a[i].d) * LL_FP16(b[i].d));
+    }
+    *s = sum;
+}
+
+static void dot_mxfp4(int64_t n, float *s, const void *w, const void *x) {
+    const block_mxfp4 *a = w;
+    const block_q8_0 *b = x;
+    float sum = 0;
+    for (int64_t i = 0; i < n / 32; i++) {
+        int isum = hsum_i32(dot_i8_groups4(lookup_nibbles(ll_kvalues_mxfp4, a[i].qs), _mm256_loadu_si256((const __m256i *)b[i].qs)));
+        uint32_t bits = a[i].e < 2 ? (0x00200000u << a[i].e) : ((uint32_t)(a[i].e - 1) << 23);
+        float d;
+        memcpy(&d, &bits, 4);
+        sum += (float)isum * (d * LL_FP16(b[i].d));
+    }
+    *s = sum;
+}
+
+/* Eight rows of one of those types against one activation row: each row's integer sums
+ * as in its single-row kernel, the float steps of the eight rows side by side in the lanes
+ * of one vector (the same operations per row, so the same bits, without one long chain of
+ * dependent adds). */
+static inline __attribute__((always_inline)) void dot_blocks32_x8(int type, int64_t n, float *out, const void *w,
+                                                                  size_t stride, const void *x) {
+    const uint8_t *wb = w;
+    const size_t bs = type == LLAMBDA_TYPE_Q4_1 ? sizeof(block_q4_1) : type == LLAMBDA_TYPE_Q5_1 ? sizeof(block_q5_1)
+                    : type == LLAMBDA_TYPE_IQ4_NL ? sizeof(block_iq4_nl) : sizeof(block_mxfp4);
+    __m256 sum = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / 32; i++) {
+        int32_t isum[8];
+        uint16_t d[8], m[8];
+        float e[8];
+        for (int r = 0; r < 8; r++) {
+            const uint8_t *row = wb + (size_t)r * stride;
+            _mm_prefetch((const char *)row + (size_t)i * bs + PREFETCH_AHEAD, _MM_HINT_T0);
+            if (type == LLAMBDA_TYPE_Q4_1 || type == LLAMBDA_TYPE_Q5_1) {
+                const block_q8_1 *b = (const block_q8_1 *)x + i;
+                __m256i q;
+                if (type == LLAMBDA_TYPE_Q4_1) {
+                    const block_q4_1 *a = (const block_q4_1 *)row + i;
+                    q = unpack_nibbles(a->qs); d[r] = a->d; m[r] = a->m;
+                } else {
+                    const block_q5_1 *a = (const block_q5_1 *)row + i;
+                    q = _mm256_or_si256(unpack_nibbles(a->qs), _mm256_and_si256(bytes_from_bits(a->qh), _mm256_set1_epi8(16)));
+                    d[r] = a->d; m[r] = a->m;
+                }
+                isum[r] = hsum_i32(_mm256_madd_epi16(mul_u8_i8_pairs(q, _mm256_loadu_si256((const __m256i *)b->qs)), _mm256_set1_epi16(1)));
+            } else {
+                const block_q8_0 *b = (const block_q8_0 *)x + i;
+                if (type == LLAMBDA_TYPE_IQ4_NL) {
+                    const block_iq4_nl *a = (const block_iq4_nl *)row + i;
+                    isum[r] = hsum_i32(dot_i8_groups4(lookup_nibbles(ll_kvalues_iq4nl, a->qs), _mm256_loadu_si256((const __m256i *)b->qs)));
+                    e[r] = LL_FP16(a->d);
+                } else {
+                    const block_mxfp4 *a = (const block_mxfp4 *)row + i;
+                    isum[r] = hsum_i32(dot_i8_groups4(lookup_nibbles(ll_kvalues_mxfp4, a->qs), _mm256_loadu_si256((const __m256i *)b->qs)));
+                    uint32_t bits = a->e < 2 ? (0x00200000u << a->e) : ((uint32_t)(a->e - 1) << 23);
+                    memcpy(&e[r], &bits, 4);
+                }
+            }
+        }
+        __m256 is = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)isum));
+        if (type == LLAMBDA_TYPE_Q4_1 || type == LLAMBDA_TYPE_Q5_1) {
+            const block_q8_1 *b = (const block_q8_1 *)x + i;
+            __m256 dd = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)d)), _mm256_set1_ps(LL_FP16(b->d)));
+            __m256 ms = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)m)), _mm256_set1_ps(LL_FP16(b->s)));
+            sum = _mm256_add_ps(sum, _mm256_add_ps(_mm256_mul_ps(dd, is), ms));
+        } else {
+            const block_q8_0 *b = (const block_q8_0 *)x + i;
+            sum = _mm256_add_ps(sum, _mm256_mul_ps(is, _mm256_mul_ps(_mm256_loadu_ps(e), _mm256_set1_ps(LL_FP16(b->d)))));
+        }
+    }
+    _mm256_storeu_ps(out, sum);
+}
+
+static void dot_q4_1_x8(int64_t n, float *out, const void *w, size_t stride, const void *x) {
+    dot_blocks32_x8(LLAMBDA_TYPE_Q4_1, n, out, w, stride, x);
+}
+static void dot_q5_1_x8(int64_t n, float *out, const void *w, size_t stride, const void *x) {
+    dot_blocks32_x8(LLAMBDA_TYPE_Q5_1, n, out, w, stride, x);
+}
+static void dot_iq4_nl_x8(int64_t n, float *out, const void *w, size_t stride, const void *x) {
+    dot_blocks32_x8(LLAMBDA_TYPE_IQ4_NL, n, out, w, stride, x);
+}
+static void dot_mxfp4_x8(int64_t n, float *out, const void *w, size_t stride, const void *x) {
+    dot_blocks32_x8(LLAMBDA_TYPE_MXFP4, n, out, w, stride, x);
+}
+
 /* the 8 six-bit scales and mins of a Q4_K/Q5_K block */
 static inline void k4_scales(const uint8_t *q, uint8_t *sc, uint8_t *mn) {
     for (int j = 0; j < 8; j++) ll_get_scale_min_k4(j, q, &sc[j], &mn[j]);
@@ -2689,6 +2816,14 @@ void ll_kernels_avx2(ll_kernels *k) {
 #endif
     k->vec_dot[LLAMBDA_TYPE_Q5_K] = dot_q5_K;
     k->vec_dot[LLAMBDA_TYPE_Q6_K] = dot_q6_K;
+    k->vec_dot[LLAMBDA_TYPE_Q4_1] = dot_q4_1;
+    k->vec_dot[LLAMBDA_TYPE_Q5_1] = dot_q5_1;
+    k->vec_dot[LLAMBDA_TYPE_IQ4_NL] = dot_iq4_nl;
+    k->vec_dot[LLAMBDA_TYPE_MXFP4] = dot_mxfp4;
+    k->vec_dot_x8[LLAMBDA_TYPE_Q4_1] = dot_q4_1_x8;
+    k->vec_dot_x8[LLAMBDA_TYPE_Q5_1] = dot_q5_1_x8;
+    k->vec_dot_x8[LLAMBDA_TYPE_IQ4_NL] = dot_iq4_nl_x8;
+    k->vec_dot_x8[LLAMBDA_TYPE_MXFP4] = dot_mxfp4_x8;
     k->vec_dot[LLAMBDA_TYPE_Q2_K] = dot_q2_K;
     k->pack_x8[LLAMBDA_TYPE_Q2_K] = pack_q2_K_x8;
     k->dot_packed[LLAMBDA_TYPE_Q2_K] = dot_q2_K_packed;
