@@ -69,6 +69,15 @@ for preset in tiny tiny-qwen2 tiny-gemma4 tiny-nemotron-h-moe tiny-nemotron-h-mo
             sh -c "cmp -s \"$T/a.f32\" \"$T/b.f32\" && cmp -s \"$T/a.f32\" \"$T/c.f32\" && [ \$(wc -c < \"$T/a.f32\") -gt 100000 ]"
     done
 done
+# Nemotron-H shapes beyond the fixtures (pattern, expert groups, the dense variant): the
+# bytes llama.cpp gives for them (tests/ref/README.md)
+for preset in tiny-nemotron-h-moe tiny-nemotron-h-moe-groups tiny-nemotron-h; do
+    for ty in F16 Q4_K_M; do
+        "$L" synth --preset $preset --type $ty -o "$T/s.gguf" 2>/dev/null
+        "$L" eval -m "$T/s.gguf" --tokens "$(seq -s, 3 3 72)" --logits-out "$T/r.f32" > /dev/null
+        check "cli: synthesized $preset $ty: logits byte-identical to llama.cpp's" cmp -s "$T/r.f32" "tests/ref/$preset-$ty.llama-cpp.f32"
+    done
+done
 "$L" synth --preset nope -o "$T/x.gguf" 2>/dev/null; rc=$?
 check "cli: synth rejects an unknown preset" test $rc -eq 2
 
