@@ -582,6 +582,123 @@ static void dot_mxfp4_x8(int64_t n, float *out, const void *w, size_t stride, co
     dot_blocks32_x8(LLAMBDA_TYPE_MXFP4, n, out, w, stride, x);
 }
 
+/* Eight Q4_1 or IQ4_NL rows' block, repacked: qs[g] holds bytes 4g..4g+3 of each row (row r
+ * at 4r), whose low nibbles are elements 4g..4g+3 and high nibbles 16+4g..16+4g+3; the
+ * rows' scales (and Q4_1 minimums) side by side. */
+typedef struct {
+    uint16_t d[8], m[8];
+    uint8_t qs[4][32];
+} block_4bit_x8;
+
+static inline __attribute__((always_inline)) size_t pack_4bit_x8(int type, int64_t n, const void *w, size_t stride, void *dst) {
+    int64_t nb = n / 32;
+    if (dst)
+        for (int64_t i = 0; i < nb; i++) {
+            block_4bit_x8 *p = (block_4bit_x8 *)dst + i;
+            for (int r = 0; r < 8; r++) {
+                const uint8_t *row = (const uint8_t *)w + (size_t)r * stride;
+                const uint8_t *qs;
+                if (type == LLAMBDA_TYPE_Q4_1) {
+                    const block_q4_1 *a = (const block_q4_1 *)row + i;
+                    p->d[r] = a->d; p->m[r] = a->m; qs = a->qs;
+                } else {
+                    const block_iq4_nl *a = (const block_iq4_nl *)row + i;
+                    p->d[r] = a->d; p->m[r] = 0; qs = a->qs;
+                }
+                for (int g = 0; g < 4; g++) memcpy(&p->qs[g][4 * r], qs + 4 * g, 4);
+            }
+        }
+    return (size_t)nb * sizeof(block_4bit_x8);
+}
+static size_t pack_q4_1_x8(int64_t n, const void *w, size_t stride, void *dst) {
+    return pack_4bit_x8(LLAMBDA_TYPE_Q4_1, n, w, stride, dst);
+}
+static size_t pack_iq4_nl_x8(int64_t n, const void *w, size_t stride, void *dst) {
+    return pack_4bit_x8(LLAMBDA_TYPE_IQ4_NL, n, w, stride, dst);
+}
+
+/* The tile against T (1..4) tokens: per row and token the exact block sum of the
+ * single-row kernel and its float step, block after block. */
+static inline __attribute__((always_inline)) void packed_4bit_tile(int type, int64_t n, float *out, size_t out_stride,
+                                                                   const block_4bit_x8 *p, const void *x, size_t x_stride,
+                                                                   const int T) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)ll_kvalues_iq4nl));
+    const size_t ybs = type == LLAMBDA_TYPE_Q4_1 ? sizeof(block_q8_1) : sizeof(block_q8_0);
+    __m256 sum[4];
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; t++) sum[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / 32; i++, p++) {
+        _mm_prefetch((const char *)p + PREFETCH_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)p + PREFETCH_AHEAD + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)p + PREFETCH_AHEAD + 128, _MM_HINT_T0);
+        const int8_t *yq[4];
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; t++)
+            yq[t] = type == LLAMBDA_TYPE_Q4_1 ? ((const block_q8_1 *)((const uint8_t *)x + (size_t)t * x_stride) + i)->qs
+                                             : ((const block_q8_0 *)((const uint8_t *)x + (size_t)t * x_stride) + i)->qs;
+        __m256i is[4];
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; t++) is[t] = _mm256_setzero_si256();
+        #pragma GCC unroll 4
+        for (int g = 0; g < 4; g++) {
+            __m256i q = _mm256_loadu_si256((const __m256i *)p->qs[g]);
+            __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            if (type == LLAMBDA_TYPE_IQ4_NL) { lo = _mm256_shuffle_epi8(table, lo); hi = _mm256_shuffle_epi8(table, hi); }
+            #pragma GCC unroll 4
+            for (int t = 0; t < T; t++) {
+                int32_t yl, yh;
+                memcpy(&yl, yq[t] + 4 * g, 4);
+                memcpy(&yh, yq[t] + 16 + 4 * g, 4);
+                if (type == LLAMBDA_TYPE_Q4_1) {
+                    is[t] = ACC_DOT_U8I8_4(is[t], lo, _mm256_set1_epi32(yl));
+                    is[t] = ACC_DOT_U8I8_4(is[t], hi, _mm256_set1_epi32(yh));
+                } else {
+                    is[t] = _mm256_add_epi32(is[t], dot_i8_groups4(lo, _mm256_set1_epi32(yl)));
+                    is[t] = _mm256_add_epi32(is[t], dot_i8_groups4(hi, _mm256_set1_epi32(yh)));
+                }
+            }
+        }
+        __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d));
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; t++) {
+            const uint8_t *yb = (const uint8_t *)x + (size_t)t * x_stride + (size_t)i * ybs;
+            uint16_t yd, ys;
+            memcpy(&yd, yb, 2);
+            __m256 isf = _mm256_cvtepi32_ps(is[t]);
+            if (type == LLAMBDA_TYPE_Q4_1) {
+                memcpy(&ys, yb + 2, 2);
+                __m256 m = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->m));
+                __m256 v = _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(d, _mm256_set1_ps(LL_FP16(yd))), isf),
+                                         _mm256_mul_ps(m, _mm256_set1_ps(LL_FP16(ys))));
+                sum[t] = _mm256_add_ps(sum[t], v);
+            } else {
+                sum[t] = _mm256_add_ps(sum[t], _mm256_mul_ps(isf, _mm256_mul_ps(d, _mm256_set1_ps(LL_FP16(yd)))));
+            }
+        }
+    }
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; t++) _mm256_storeu_ps(out + (size_t)t * out_stride, sum[t]);
+}
+
+static inline __attribute__((always_inline)) void dot_4bit_packed(int type, int64_t n, float *out, size_t out_stride,
+                                                                  const void *tile, const void *x, size_t x_stride, int n_tok) {
+    switch (n_tok) {
+    case 4: packed_4bit_tile(type, n, out, out_stride, tile, x, x_stride, 4); break;
+    case 3: packed_4bit_tile(type, n, out, out_stride, tile, x, x_stride, 3); break;
+    case 2: packed_4bit_tile(type, n, out, out_stride, tile, x, x_stride, 2); break;
+    default: packed_4bit_tile(type, n, out, out_stride, tile, x, x_stride, 1); break;
+    }
+}
+static void dot_q4_1_packed(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
+                            int n_tok) {
+    dot_4bit_packed(LLAMBDA_TYPE_Q4_1, n, out, out_stride, tile, x, x_stride, n_tok);
+}
+static void dot_iq4_nl_packed(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
+                              int n_tok) {
+    dot_4bit_packed(LLAMBDA_TYPE_IQ4_NL, n, out, out_stride, tile, x, x_stride, n_tok);
+}
+
 /* the 8 six-bit scales and mins of a Q4_K/Q5_K block */
 static inline void k4_scales(const uint8_t *q, uint8_t *sc, uint8_t *mn) {
     for (int j = 0; j < 8; j++) ll_get_scale_min_k4(j, q, &sc[j], &mn[j]);
@@ -2824,6 +2941,10 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->vec_dot_x8[LLAMBDA_TYPE_Q5_1] = dot_q5_1_x8;
     k->vec_dot_x8[LLAMBDA_TYPE_IQ4_NL] = dot_iq4_nl_x8;
     k->vec_dot_x8[LLAMBDA_TYPE_MXFP4] = dot_mxfp4_x8;
+    k->pack_x8[LLAMBDA_TYPE_Q4_1] = pack_q4_1_x8;
+    k->dot_packed[LLAMBDA_TYPE_Q4_1] = dot_q4_1_packed;
+    k->pack_x8[LLAMBDA_TYPE_IQ4_NL] = pack_iq4_nl_x8;
+    k->dot_packed[LLAMBDA_TYPE_IQ4_NL] = dot_iq4_nl_packed;
     k->vec_dot[LLAMBDA_TYPE_Q2_K] = dot_q2_K;
     k->pack_x8[LLAMBDA_TYPE_Q2_K] = pack_q2_K_x8;
     k->dot_packed[LLAMBDA_TYPE_Q2_K] = dot_q2_K_packed;
