@@ -361,6 +361,35 @@ int main(void) {
                 }
         CHECK(!bad, "%d of %d grouped attention cases differ from the scalar heads", bad, cases);
     }
+    TEST("kernels: MXFP4 tiles read every E8M0 exponent as the single-row kernel does (0, 1, 2, 127, 254)") {
+        enum { NB = 8, NN = NB * 32 };
+        block_mxfp4 w[8][NB];
+        float f[NN];
+        for (int i = 0; i < NN; i++) f[i] = frand() * 3.f;
+        uint8_t xq[NN + 64];
+        scalar.from_float[LLAMBDA_TYPE_Q8_0](f, xq, NN);
+        const uint8_t exps[5] = {0, 1, 2, 127, 254};
+        for (int r = 0; r < 8; r++)
+            for (int b = 0; b < NB; b++) {
+                w[r][b].e = r < 3 ? exps[r] : exps[(r + b) % 5];   /* rows 0-2: one exponent throughout */
+                for (int j = 0; j < 16; j++) w[r][b].qs[j] = (uint8_t)(r * 37 + b * 11 + j * 7);
+            }
+        float want[8], got[8];
+        for (int r = 0; r < 8; r++) scalar.vec_dot[LLAMBDA_TYPE_MXFP4](NN, &want[r], w[r], xq);
+        ll_kernels kk = active;
+        if (kk.pack_x8[LLAMBDA_TYPE_MXFP4]) {
+            size_t size = kk.pack_x8[LLAMBDA_TYPE_MXFP4](NN, w, sizeof w[0], NULL);
+            uint8_t *packed = malloc(size);
+            kk.pack_x8[LLAMBDA_TYPE_MXFP4](NN, w, sizeof w[0], packed);
+            kk.dot_packed[LLAMBDA_TYPE_MXFP4](NN, got, 8, packed, xq, 0, 1);
+            CHECK(!memcmp(got, want, sizeof got), "%s: MXFP4 tile differs at edge exponents", kk.isa);
+            free(packed);
+        }
+        if (kk.vec_dot_x8[LLAMBDA_TYPE_MXFP4]) {
+            kk.vec_dot_x8[LLAMBDA_TYPE_MXFP4](NN, got, w, sizeof w[0], xq);
+            CHECK(!memcmp(got, want, sizeof got), "%s: MXFP4 8-row kernel differs at edge exponents", kk.isa);
+        }
+    }
     TEST("kernels: the prefill tiles exist for the main quant types") {
         CHECK(n >= 10, "only %d weight types tested", n);
 #ifdef LL_HAVE_AVX2
@@ -380,6 +409,7 @@ int main(void) {
             CHECK(k2.pack_x8[LLAMBDA_TYPE_Q2_K] && k2.dot_packed[LLAMBDA_TYPE_Q2_K], "Q2_K has no repacked kernel");
             CHECK(k2.pack_x8[LLAMBDA_TYPE_Q4_1] && k2.dot_packed[LLAMBDA_TYPE_Q4_1], "Q4_1 has no repacked kernel");
             CHECK(k2.pack_x8[LLAMBDA_TYPE_IQ4_NL] && k2.dot_packed[LLAMBDA_TYPE_IQ4_NL], "IQ4_NL has no repacked kernel");
+            CHECK(k2.pack_x8[LLAMBDA_TYPE_MXFP4] && k2.dot_packed[LLAMBDA_TYPE_MXFP4], "MXFP4 has no repacked kernel");
             const int vect[] = {LLAMBDA_TYPE_Q2_K, LLAMBDA_TYPE_Q4_1, LLAMBDA_TYPE_Q5_1, LLAMBDA_TYPE_IQ4_NL, LLAMBDA_TYPE_MXFP4};
             for (int i = 0; i < 5; i++)
                 CHECK(k2.vec_dot[vect[i]] != scalar.vec_dot[vect[i]], "%s has no vector kernel", llambda_type_get(vect[i])->name);

@@ -582,9 +582,9 @@ static void dot_mxfp4_x8(int64_t n, float *out, const void *w, size_t stride, co
     dot_blocks32_x8(LLAMBDA_TYPE_MXFP4, n, out, w, stride, x);
 }
 
-/* Eight Q4_1 or IQ4_NL rows' block, repacked: qs[g] holds bytes 4g..4g+3 of each row (row r
- * at 4r), whose low nibbles are elements 4g..4g+3 and high nibbles 16+4g..16+4g+3; the
- * rows' scales (and Q4_1 minimums) side by side. */
+/* Eight Q4_1, IQ4_NL or MXFP4 rows' block, repacked: qs[g] holds bytes 4g..4g+3 of each
+ * row (row r at 4r), whose low nibbles are elements 4g..4g+3 and high nibbles
+ * 16+4g..16+4g+3; the rows' scales (MXFP4: exponents) and Q4_1 minimums side by side. */
 typedef struct {
     uint16_t d[8], m[8];
     uint8_t qs[4][32];
@@ -601,9 +601,12 @@ static inline __attribute__((always_inline)) size_t pack_4bit_x8(int type, int64
                 if (type == LLAMBDA_TYPE_Q4_1) {
                     const block_q4_1 *a = (const block_q4_1 *)row + i;
                     p->d[r] = a->d; p->m[r] = a->m; qs = a->qs;
-                } else {
+                } else if (type == LLAMBDA_TYPE_IQ4_NL) {
                     const block_iq4_nl *a = (const block_iq4_nl *)row + i;
                     p->d[r] = a->d; p->m[r] = 0; qs = a->qs;
+                } else {
+                    const block_mxfp4 *a = (const block_mxfp4 *)row + i;
+                    p->d[r] = a->e; p->m[r] = 0; qs = a->qs;
                 }
                 for (int g = 0; g < 4; g++) memcpy(&p->qs[g][4 * r], qs + 4 * g, 4);
             }
@@ -616,6 +619,9 @@ static size_t pack_q4_1_x8(int64_t n, const void *w, size_t stride, void *dst) {
 static size_t pack_iq4_nl_x8(int64_t n, const void *w, size_t stride, void *dst) {
     return pack_4bit_x8(LLAMBDA_TYPE_IQ4_NL, n, w, stride, dst);
 }
+static size_t pack_mxfp4_x8(int64_t n, const void *w, size_t stride, void *dst) {
+    return pack_4bit_x8(LLAMBDA_TYPE_MXFP4, n, w, stride, dst);
+}
 
 /* The tile against T (1..4) tokens: per row and token the exact block sum of the
  * single-row kernel and its float step, block after block. */
@@ -623,7 +629,8 @@ static inline __attribute__((always_inline)) void packed_4bit_tile(int type, int
                                                                    const block_4bit_x8 *p, const void *x, size_t x_stride,
                                                                    const int T) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
-    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)ll_kvalues_iq4nl));
+    const __m256i table = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128((const __m128i *)(type == LLAMBDA_TYPE_MXFP4 ? ll_kvalues_mxfp4 : ll_kvalues_iq4nl)));
     const size_t ybs = type == LLAMBDA_TYPE_Q4_1 ? sizeof(block_q8_1) : sizeof(block_q8_0);
     __m256 sum[4];
     #pragma GCC unroll 4
@@ -644,7 +651,7 @@ static inline __attribute__((always_inline)) void packed_4bit_tile(int type, int
         for (int g = 0; g < 4; g++) {
             __m256i q = _mm256_loadu_si256((const __m256i *)p->qs[g]);
             __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-            if (type == LLAMBDA_TYPE_IQ4_NL) { lo = _mm256_shuffle_epi8(table, lo); hi = _mm256_shuffle_epi8(table, hi); }
+            if (type != LLAMBDA_TYPE_Q4_1) { lo = _mm256_shuffle_epi8(table, lo); hi = _mm256_shuffle_epi8(table, hi); }
             #pragma GCC unroll 4
             for (int t = 0; t < T; t++) {
                 int32_t yl, yh;
@@ -659,7 +666,15 @@ static inline __attribute__((always_inline)) void packed_4bit_tile(int type, int
                 }
             }
         }
-        __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d));
+        __m256 d;
+        if (type == LLAMBDA_TYPE_MXFP4) {   /* E8M0 exponents as dot_mxfp4 widens them */
+            __m256i e = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p->d));
+            __m256i big = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+            __m256i small = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+            d = _mm256_castsi256_ps(_mm256_blendv_epi8(big, small, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
+        } else {
+            d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d));
+        }
         #pragma GCC unroll 4
         for (int t = 0; t < T; t++) {
             const uint8_t *yb = (const uint8_t *)x + (size_t)t * x_stride + (size_t)i * ybs;
@@ -697,6 +712,10 @@ static void dot_q4_1_packed(int64_t n, float *out, size_t out_stride, const void
 static void dot_iq4_nl_packed(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
                               int n_tok) {
     dot_4bit_packed(LLAMBDA_TYPE_IQ4_NL, n, out, out_stride, tile, x, x_stride, n_tok);
+}
+static void dot_mxfp4_packed(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
+                             int n_tok) {
+    dot_4bit_packed(LLAMBDA_TYPE_MXFP4, n, out, out_stride, tile, x, x_stride, n_tok);
 }
 
 /* the 8 six-bit scales and mins of a Q4_K/Q5_K block */
@@ -2945,6 +2964,8 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->dot_packed[LLAMBDA_TYPE_Q4_1] = dot_q4_1_packed;
     k->pack_x8[LLAMBDA_TYPE_IQ4_NL] = pack_iq4_nl_x8;
     k->dot_packed[LLAMBDA_TYPE_IQ4_NL] = dot_iq4_nl_packed;
+    k->pack_x8[LLAMBDA_TYPE_MXFP4] = pack_mxfp4_x8;
+    k->dot_packed[LLAMBDA_TYPE_MXFP4] = dot_mxfp4_packed;
     k->vec_dot[LLAMBDA_TYPE_Q2_K] = dot_q2_K;
     k->pack_x8[LLAMBDA_TYPE_Q2_K] = pack_q2_K_x8;
     k->dot_packed[LLAMBDA_TYPE_Q2_K] = dot_q2_K_packed;
