@@ -410,6 +410,7 @@ int main(void) {
             CHECK(k2.pack_x8[LLAMBDA_TYPE_Q4_1] && k2.dot_packed[LLAMBDA_TYPE_Q4_1], "Q4_1 has no repacked kernel");
             CHECK(k2.pack_x8[LLAMBDA_TYPE_IQ4_NL] && k2.dot_packed[LLAMBDA_TYPE_IQ4_NL], "IQ4_NL has no repacked kernel");
             CHECK(k2.pack_x8[LLAMBDA_TYPE_MXFP4] && k2.dot_packed[LLAMBDA_TYPE_MXFP4], "MXFP4 has no repacked kernel");
+            CHECK(k2.pack_x8[LLAMBDA_TYPE_Q5_1] && k2.dot_packed[LLAMBDA_TYPE_Q5_1], "Q5_1 has no repacked kernel");
             const int vect[] = {LLAMBDA_TYPE_Q2_K, LLAMBDA_TYPE_Q4_1, LLAMBDA_TYPE_Q5_1, LLAMBDA_TYPE_IQ4_NL, LLAMBDA_TYPE_MXFP4};
             for (int i = 0; i < 5; i++)
                 CHECK(k2.vec_dot[vect[i]] != scalar.vec_dot[vect[i]], "%s has no vector kernel", llambda_type_get(vect[i])->name);

@@ -590,15 +590,35 @@ typedef struct {
     uint8_t qs[4][32];
 } block_4bit_x8;
 
+/* Q5_1 adds the fifth bits: hb byte 4r + b holds, in bit 2g, that of element 4g + b of row
+ * r and, in bit 2g + 1, that of element 16 + 4g + b (as many bytes as the file's qh). */
+typedef struct {
+    block_4bit_x8 base;
+    uint8_t hb[32];
+} block_q5_1_x8;
+
 static inline __attribute__((always_inline)) size_t pack_4bit_x8(int type, int64_t n, const void *w, size_t stride, void *dst) {
     int64_t nb = n / 32;
+    size_t bs = type == LLAMBDA_TYPE_Q5_1 ? sizeof(block_q5_1_x8) : sizeof(block_4bit_x8);
     if (dst)
         for (int64_t i = 0; i < nb; i++) {
-            block_4bit_x8 *p = (block_4bit_x8 *)dst + i;
+            block_4bit_x8 *p = (block_4bit_x8 *)((uint8_t *)dst + (size_t)i * bs);
             for (int r = 0; r < 8; r++) {
                 const uint8_t *row = (const uint8_t *)w + (size_t)r * stride;
                 const uint8_t *qs;
-                if (type == LLAMBDA_TYPE_Q4_1) {
+                if (type == LLAMBDA_TYPE_Q5_1) {
+                    const block_q5_1 *a = (const block_q5_1 *)row + i;
+                    p->d[r] = a->d; p->m[r] = a->m; qs = a->qs;
+                    uint32_t h;
+                    memcpy(&h, a->qh, 4);
+                    uint8_t *hb = ((block_q5_1_x8 *)p)->hb;
+                    for (int b = 0; b < 4; b++) {
+                        uint8_t v = 0;
+                        for (int g = 0; g < 4; g++)
+                            v |= (uint8_t)((((h >> (4 * g + b)) & 1) << (2 * g)) | (((h >> (16 + 4 * g + b)) & 1) << (2 * g + 1)));
+                        hb[4 * r + b] = v;
+                    }
+                } else if (type == LLAMBDA_TYPE_Q4_1) {
                     const block_q4_1 *a = (const block_q4_1 *)row + i;
                     p->d[r] = a->d; p->m[r] = a->m; qs = a->qs;
                 } else if (type == LLAMBDA_TYPE_IQ4_NL) {
@@ -611,7 +631,10 @@ static inline __attribute__((always_inline)) size_t pack_4bit_x8(int type, int64
                 for (int g = 0; g < 4; g++) memcpy(&p->qs[g][4 * r], qs + 4 * g, 4);
             }
         }
-    return (size_t)nb * sizeof(block_4bit_x8);
+    return (size_t)nb * bs;
+}
+static size_t pack_q5_1_x8(int64_t n, const void *w, size_t stride, void *dst) {
+    return pack_4bit_x8(LLAMBDA_TYPE_Q5_1, n, w, stride, dst);
 }
 static size_t pack_q4_1_x8(int64_t n, const void *w, size_t stride, void *dst) {
     return pack_4bit_x8(LLAMBDA_TYPE_Q4_1, n, w, stride, dst);
@@ -626,24 +649,27 @@ static size_t pack_mxfp4_x8(int64_t n, const void *w, size_t stride, void *dst) 
 /* The tile against T (1..4) tokens: per row and token the exact block sum of the
  * single-row kernel and its float step, block after block. */
 static inline __attribute__((always_inline)) void packed_4bit_tile(int type, int64_t n, float *out, size_t out_stride,
-                                                                   const block_4bit_x8 *p, const void *x, size_t x_stride,
+                                                                   const void *tile, const void *x, size_t x_stride,
                                                                    const int T) {
+    const int q8_1 = type == LLAMBDA_TYPE_Q4_1 || type == LLAMBDA_TYPE_Q5_1;   /* Q8_1 activations, a minimum */
+    const size_t bs = type == LLAMBDA_TYPE_Q5_1 ? sizeof(block_q5_1_x8) : sizeof(block_4bit_x8);
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i table = _mm256_broadcastsi128_si256(
         _mm_loadu_si128((const __m128i *)(type == LLAMBDA_TYPE_MXFP4 ? ll_kvalues_mxfp4 : ll_kvalues_iq4nl)));
-    const size_t ybs = type == LLAMBDA_TYPE_Q4_1 ? sizeof(block_q8_1) : sizeof(block_q8_0);
+    const size_t ybs = q8_1 ? sizeof(block_q8_1) : sizeof(block_q8_0);
     __m256 sum[4];
     #pragma GCC unroll 4
     for (int t = 0; t < T; t++) sum[t] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / 32; i++, p++) {
+    for (int64_t i = 0; i < n / 32; i++) {
+        const block_4bit_x8 *p = (const block_4bit_x8 *)((const uint8_t *)tile + (size_t)i * bs);
         _mm_prefetch((const char *)p + PREFETCH_AHEAD, _MM_HINT_T0);
         _mm_prefetch((const char *)p + PREFETCH_AHEAD + 64, _MM_HINT_T0);
         _mm_prefetch((const char *)p + PREFETCH_AHEAD + 128, _MM_HINT_T0);
         const int8_t *yq[4];
         #pragma GCC unroll 4
         for (int t = 0; t < T; t++)
-            yq[t] = type == LLAMBDA_TYPE_Q4_1 ? ((const block_q8_1 *)((const uint8_t *)x + (size_t)t * x_stride) + i)->qs
-                                             : ((const block_q8_0 *)((const uint8_t *)x + (size_t)t * x_stride) + i)->qs;
+            yq[t] = q8_1 ? ((const block_q8_1 *)((const uint8_t *)x + (size_t)t * x_stride) + i)->qs
+                         : ((const block_q8_0 *)((const uint8_t *)x + (size_t)t * x_stride) + i)->qs;
         __m256i is[4];
         #pragma GCC unroll 4
         for (int t = 0; t < T; t++) is[t] = _mm256_setzero_si256();
@@ -651,13 +677,18 @@ static inline __attribute__((always_inline)) void packed_4bit_tile(int type, int
         for (int g = 0; g < 4; g++) {
             __m256i q = _mm256_loadu_si256((const __m256i *)p->qs[g]);
             __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-            if (type != LLAMBDA_TYPE_Q4_1) { lo = _mm256_shuffle_epi8(table, lo); hi = _mm256_shuffle_epi8(table, hi); }
+            if (!q8_1) { lo = _mm256_shuffle_epi8(table, lo); hi = _mm256_shuffle_epi8(table, hi); }
+            if (type == LLAMBDA_TYPE_Q5_1) {   /* the fifth bits */
+                __m256i hb = _mm256_loadu_si256((const __m256i *)((const block_q5_1_x8 *)p)->hb), one = _mm256_set1_epi8(1);
+                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * g), one), 4));
+                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * g + 1), one), 4));
+            }
             #pragma GCC unroll 4
             for (int t = 0; t < T; t++) {
                 int32_t yl, yh;
                 memcpy(&yl, yq[t] + 4 * g, 4);
                 memcpy(&yh, yq[t] + 16 + 4 * g, 4);
-                if (type == LLAMBDA_TYPE_Q4_1) {
+                if (q8_1) {
                     is[t] = ACC_DOT_U8I8_4(is[t], lo, _mm256_set1_epi32(yl));
                     is[t] = ACC_DOT_U8I8_4(is[t], hi, _mm256_set1_epi32(yh));
                 } else {
@@ -681,7 +712,7 @@ static inline __attribute__((always_inline)) void packed_4bit_tile(int type, int
             uint16_t yd, ys;
             memcpy(&yd, yb, 2);
             __m256 isf = _mm256_cvtepi32_ps(is[t]);
-            if (type == LLAMBDA_TYPE_Q4_1) {
+            if (q8_1) {
                 memcpy(&ys, yb + 2, 2);
                 __m256 m = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->m));
                 __m256 v = _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(d, _mm256_set1_ps(LL_FP16(yd))), isf),
@@ -704,6 +735,10 @@ static inline __attribute__((always_inline)) void dot_4bit_packed(int type, int6
     case 2: packed_4bit_tile(type, n, out, out_stride, tile, x, x_stride, 2); break;
     default: packed_4bit_tile(type, n, out, out_stride, tile, x, x_stride, 1); break;
     }
+}
+static void dot_q5_1_packed(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
+                            int n_tok) {
+    dot_4bit_packed(LLAMBDA_TYPE_Q5_1, n, out, out_stride, tile, x, x_stride, n_tok);
 }
 static void dot_q4_1_packed(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
                             int n_tok) {
@@ -2962,6 +2997,8 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->vec_dot_x8[LLAMBDA_TYPE_MXFP4] = dot_mxfp4_x8;
     k->pack_x8[LLAMBDA_TYPE_Q4_1] = pack_q4_1_x8;
     k->dot_packed[LLAMBDA_TYPE_Q4_1] = dot_q4_1_packed;
+    k->pack_x8[LLAMBDA_TYPE_Q5_1] = pack_q5_1_x8;
+    k->dot_packed[LLAMBDA_TYPE_Q5_1] = dot_q5_1_packed;
     k->pack_x8[LLAMBDA_TYPE_IQ4_NL] = pack_iq4_nl_x8;
     k->dot_packed[LLAMBDA_TYPE_IQ4_NL] = dot_iq4_nl_packed;
     k->pack_x8[LLAMBDA_TYPE_MXFP4] = pack_mxfp4_x8;
