@@ -231,7 +231,7 @@ void ll_rms_norm_rows(float *y, const float *x, const ll_weight *w, int n, int r
  * vector path; softplus and sigmoid through libm expf. */
 #define LL_MAX_CONV_K 16   /* the longest causal conv kernel accepted (real models: 4) */
 static inline float ll_silu(float x) { return x / (1.0f + ll_exp_simd(-x)); }
-static inline float ll_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+static inline float ll_softplus(float x) { return x > 20.0f ? x : logf(1.0f + expf(x)); }   /* as ggml: 1 + e rounded first */
 static inline float ll_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 /* g = gelu(g) ⊙ u over one row, GELU through llama.cpp's f16 table */
 void ll_geglu(float *g, const float *u, int64_t n);
