@@ -78,6 +78,29 @@ static inline void ll_get_scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint
     }
 }
 
+/* Q3_K's sixteen 6-bit scales (12 packed bytes), less 32. */
+static inline void ll_q3_K_scales(const uint8_t *q, int8_t S[16]) {
+    for (int g = 0; g < 16; g++) {
+        int low4 = g < 8 ? (q[g] & 0xF) : (q[g - 8] >> 4);
+        int hi2 = (q[8 + (g % 4)] >> (2 * (g / 4))) & 3;
+        S[g] = (int8_t)((low4 | (hi2 << 4)) - 32);
+    }
+}
+
+/* IQ4_XS sub-block sb's 6-bit scale, less 32. */
+static inline int ll_iq4_xs_scale(const block_iq4_xs *a, int sb) {
+    return (((a->scales_l[sb / 2] >> (4 * (sb % 2))) & 0xF) | (((a->scales_h >> (2 * sb)) & 3) << 4)) - 32;
+}
+
+/* An MXFP4 block's E8M0 exponent as the factor of its table values, halved (the E2M1
+ * table holds doubled values). */
+static inline float ll_mxfp4_scale(uint8_t e) {
+    uint32_t bits = e < 2 ? (0x00200000u << e) : ((uint32_t)(e - 1) << 23);
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
 /* Round to nearest, ties to even (the default FP mode), as llama.cpp's nearest_int. */
 static inline int ll_nearest_int(float v) {
     float val = v + 12582912.f; int i; memcpy(&i, &val, 4);

@@ -455,115 +455,97 @@ static void dot_q5_0(int64_t n, float *s, const void *w, const void *x) {
     *s = hsum8(acc);
 }
 
-/* The rarer 32-blocks (Q4_1 and Q5_1 with their Q8_1 activations, IQ4_NL, MXFP4):
- * scalar.c's per-block exact integer sum, then its float step, block after block. */
-static void dot_q4_1(int64_t n, float *s, const void *w, const void *x) {
-    const block_q4_1 *a = w;
-    const block_q8_1 *b = x;
-    float sum = 0;
-    for (int64_t i = 0; i < n / 32; i++) {
-        __m256i pr = mul_u8_i8_pairs(unpack_nibbles(a[i].qs), _mm256_loadu_si256((const __m256i *)b[i].qs));
-        int isum = hsum_i32(_mm256_madd_epi16(pr, _mm256_set1_epi16(1)));
-        sum += (LL_FP16(a[i].d) * LL_FP16(b[i].d)) * (float)isum + LL_FP16(a[i].m) * LL_FP16(b[i].s);
-    }
-    *s = sum;
-}
-
-static void dot_q5_1(int64_t n, float *s, const void *w, const void *x) {
-    const block_q5_1 *a = w;
-    const block_q8_1 *b = x;
-    float sum = 0;
-    for (int64_t i = 0; i < n / 32; i++) {
-        __m256i q = _mm256_or_si256(unpack_nibbles(a[i].qs), _mm256_and_si256(bytes_from_bits(a[i].qh), _mm256_set1_epi8(16)));
-        __m256i pr = mul_u8_i8_pairs(q, _mm256_loadu_si256((const __m256i *)b[i].qs));
-        int isum = hsum_i32(_mm256_madd_epi16(pr, _mm256_set1_epi16(1)));
-        sum += (LL_FP16(a[i].d) * LL_FP16(b[i].d)) * (float)isum + LL_FP16(a[i].m) * LL_FP16(b[i].s);
-    }
-    *s = sum;
-}
-
 /* a 16-entry table of int8 values looked up by a block's 32 nibbles (low ones first) */
 static inline __m256i lookup_nibbles(const int8_t *table, const uint8_t *qs) {
     return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)table)), unpack_nibbles(qs));
 }
 
-static void dot_iq4_nl(int64_t n, float *s, const void *w, const void *x) {
-    const block_iq4_nl *a = w;
-    const block_q8_0 *b = x;
+/* The rarer 32-blocks (Q4_1 and Q5_1 with their Q8_1 activations, IQ4_NL, MXFP4): block i
+ * of a row against the activations' block i, its exact integer sum, scale d and (Q4_1,
+ * Q5_1) minimum m as scalar.c's kernels take them. */
+static inline int block32_sum(int type, const uint8_t *row, int64_t i, const void *x, float *d, float *m) {
+    if (type == LLAMBDA_TYPE_Q4_1 || type == LLAMBDA_TYPE_Q5_1) {
+        const block_q8_1 *b = (const block_q8_1 *)x + i;
+        __m256i q;
+        if (type == LLAMBDA_TYPE_Q4_1) {
+            const block_q4_1 *a = (const block_q4_1 *)row + i;
+            q = unpack_nibbles(a->qs); *d = LL_FP16(a->d); *m = LL_FP16(a->m);
+        } else {
+            const block_q5_1 *a = (const block_q5_1 *)row + i;
+            q = _mm256_or_si256(unpack_nibbles(a->qs), _mm256_and_si256(bytes_from_bits(a->qh), _mm256_set1_epi8(16)));
+            *d = LL_FP16(a->d); *m = LL_FP16(a->m);
+        }
+        return hsum_i32(DOT_U8I8_4(q, _mm256_loadu_si256((const __m256i *)b->qs)));
+    }
+    const block_q8_0 *b = (const block_q8_0 *)x + i;
+    __m256i v;
+    if (type == LLAMBDA_TYPE_IQ4_NL) {
+        const block_iq4_nl *a = (const block_iq4_nl *)row + i;
+        v = lookup_nibbles(ll_kvalues_iq4nl, a->qs); *d = LL_FP16(a->d);
+    } else {
+        const block_mxfp4 *a = (const block_mxfp4 *)row + i;
+        v = lookup_nibbles(ll_kvalues_mxfp4, a->qs); *d = ll_mxfp4_scale(a->e);
+    }
+    *m = 0;
+    return hsum_i32(dot_i8_groups4(v, _mm256_loadu_si256((const __m256i *)b->qs)));
+}
+
+static inline size_t block32_bytes(int type) {
+    return type == LLAMBDA_TYPE_Q4_1 ? sizeof(block_q4_1) : type == LLAMBDA_TYPE_Q5_1 ? sizeof(block_q5_1)
+         : type == LLAMBDA_TYPE_IQ4_NL ? sizeof(block_iq4_nl) : sizeof(block_mxfp4);
+}
+
+/* the activations' scale (and, Q8_1, scaled sum) of block i */
+static inline float act32_scale(int type, const void *x, int64_t i, float *s) {
+    if (type == LLAMBDA_TYPE_Q4_1 || type == LLAMBDA_TYPE_Q5_1) {
+        const block_q8_1 *b = (const block_q8_1 *)x + i;
+        *s = LL_FP16(b->s);
+        return LL_FP16(b->d);
+    }
+    *s = 0;
+    return LL_FP16(((const block_q8_0 *)x + i)->d);
+}
+
+/* One row, block after block: the single-row kernels of scalar.c, bit for bit. */
+static inline __attribute__((always_inline)) void dot_blocks32(int type, int64_t n, float *s, const void *w, const void *x) {
+    const int q8_1 = type == LLAMBDA_TYPE_Q4_1 || type == LLAMBDA_TYPE_Q5_1;
     float sum = 0;
     for (int64_t i = 0; i < n / 32; i++) {
-        int isum = hsum_i32(dot_i8_groups4(lookup_nibbles(ll_kvalues_iq4nl, a[i].qs), _mm256_loadu_si256((const __m256i *)b[i].qs)));
-        sum += (float)isum * (LL_FP16(a[i].d) * LL_FP16(b[i].d));
+        float d, m, ys, yd = act32_scale(type, x, i, &ys);
+        int isum = block32_sum(type, w, i, x, &d, &m);
+        if (q8_1) sum += (d * yd) * (float)isum + m * ys;
+        else sum += (float)isum * (d * yd);
     }
     *s = sum;
 }
+static void dot_q4_1(int64_t n, float *s, const void *w, const void *x) { dot_blocks32(LLAMBDA_TYPE_Q4_1, n, s, w, x); }
+static void dot_q5_1(int64_t n, float *s, const void *w, const void *x) { dot_blocks32(LLAMBDA_TYPE_Q5_1, n, s, w, x); }
+static void dot_iq4_nl(int64_t n, float *s, const void *w, const void *x) { dot_blocks32(LLAMBDA_TYPE_IQ4_NL, n, s, w, x); }
+static void dot_mxfp4(int64_t n, float *s, const void *w, const void *x) { dot_blocks32(LLAMBDA_TYPE_MXFP4, n, s, w, x); }
 
-static void dot_mxfp4(int64_t n, float *s, const void *w, const void *x) {
-    const block_mxfp4 *a = w;
-    const block_q8_0 *b = x;
-    float sum = 0;
-    for (int64_t i = 0; i < n / 32; i++) {
-        int isum = hsum_i32(dot_i8_groups4(lookup_nibbles(ll_kvalues_mxfp4, a[i].qs), _mm256_loadu_si256((const __m256i *)b[i].qs)));
-        uint32_t bits = a[i].e < 2 ? (0x00200000u << a[i].e) : ((uint32_t)(a[i].e - 1) << 23);
-        float d;
-        memcpy(&d, &bits, 4);
-        sum += (float)isum * (d * LL_FP16(b[i].d));
-    }
-    *s = sum;
-}
-
-/* Eight rows of one of those types against one activation row: each row's integer sums
- * as in its single-row kernel, the float steps of the eight rows side by side in the lanes
- * of one vector (the same operations per row, so the same bits, without one long chain of
- * dependent adds). */
+/* Eight rows of one of those types against one activation row: each row's block sums as
+ * above, the float steps of the eight rows side by side in the lanes of one vector (the
+ * same operations per row, so the same bits, without one long chain of dependent adds). */
 static inline __attribute__((always_inline)) void dot_blocks32_x8(int type, int64_t n, float *out, const void *w,
                                                                   size_t stride, const void *x) {
+    const int q8_1 = type == LLAMBDA_TYPE_Q4_1 || type == LLAMBDA_TYPE_Q5_1;
     const uint8_t *wb = w;
-    const size_t bs = type == LLAMBDA_TYPE_Q4_1 ? sizeof(block_q4_1) : type == LLAMBDA_TYPE_Q5_1 ? sizeof(block_q5_1)
-                    : type == LLAMBDA_TYPE_IQ4_NL ? sizeof(block_iq4_nl) : sizeof(block_mxfp4);
+    const size_t bs = block32_bytes(type);
     __m256 sum = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / 32; i++) {
         int32_t isum[8];
-        uint16_t d[8], m[8];
-        float e[8];
+        float d[8], m[8], ys, yd = act32_scale(type, x, i, &ys);
         for (int r = 0; r < 8; r++) {
             const uint8_t *row = wb + (size_t)r * stride;
             _mm_prefetch((const char *)row + (size_t)i * bs + PREFETCH_AHEAD, _MM_HINT_T0);
-            if (type == LLAMBDA_TYPE_Q4_1 || type == LLAMBDA_TYPE_Q5_1) {
-                const block_q8_1 *b = (const block_q8_1 *)x + i;
-                __m256i q;
-                if (type == LLAMBDA_TYPE_Q4_1) {
-                    const block_q4_1 *a = (const block_q4_1 *)row + i;
-                    q = unpack_nibbles(a->qs); d[r] = a->d; m[r] = a->m;
-                } else {
-                    const block_q5_1 *a = (const block_q5_1 *)row + i;
-                    q = _mm256_or_si256(unpack_nibbles(a->qs), _mm256_and_si256(bytes_from_bits(a->qh), _mm256_set1_epi8(16)));
-                    d[r] = a->d; m[r] = a->m;
-                }
-                isum[r] = hsum_i32(_mm256_madd_epi16(mul_u8_i8_pairs(q, _mm256_loadu_si256((const __m256i *)b->qs)), _mm256_set1_epi16(1)));
-            } else {
-                const block_q8_0 *b = (const block_q8_0 *)x + i;
-                if (type == LLAMBDA_TYPE_IQ4_NL) {
-                    const block_iq4_nl *a = (const block_iq4_nl *)row + i;
-                    isum[r] = hsum_i32(dot_i8_groups4(lookup_nibbles(ll_kvalues_iq4nl, a->qs), _mm256_loadu_si256((const __m256i *)b->qs)));
-                    e[r] = LL_FP16(a->d);
-                } else {
-                    const block_mxfp4 *a = (const block_mxfp4 *)row + i;
-                    isum[r] = hsum_i32(dot_i8_groups4(lookup_nibbles(ll_kvalues_mxfp4, a->qs), _mm256_loadu_si256((const __m256i *)b->qs)));
-                    uint32_t bits = a->e < 2 ? (0x00200000u << a->e) : ((uint32_t)(a->e - 1) << 23);
-                    memcpy(&e[r], &bits, 4);
-                }
-            }
+            isum[r] = block32_sum(type, row, i, x, &d[r], &m[r]);
         }
         __m256 is = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)isum));
-        if (type == LLAMBDA_TYPE_Q4_1 || type == LLAMBDA_TYPE_Q5_1) {
-            const block_q8_1 *b = (const block_q8_1 *)x + i;
-            __m256 dd = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)d)), _mm256_set1_ps(LL_FP16(b->d)));
-            __m256 ms = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)m)), _mm256_set1_ps(LL_FP16(b->s)));
-            sum = _mm256_add_ps(sum, _mm256_add_ps(_mm256_mul_ps(dd, is), ms));
+        if (q8_1) {
+            __m256 dd = _mm256_mul_ps(_mm256_loadu_ps(d), _mm256_set1_ps(yd));
+            sum = _mm256_add_ps(sum, _mm256_add_ps(_mm256_mul_ps(dd, is), _mm256_mul_ps(_mm256_loadu_ps(m), _mm256_set1_ps(ys))));
         } else {
-            const block_q8_0 *b = (const block_q8_0 *)x + i;
-            sum = _mm256_add_ps(sum, _mm256_mul_ps(is, _mm256_mul_ps(_mm256_loadu_ps(e), _mm256_set1_ps(LL_FP16(b->d)))));
+            sum = _mm256_add_ps(sum, _mm256_mul_ps(is, _mm256_mul_ps(_mm256_loadu_ps(d), _mm256_set1_ps(yd))));
         }
     }
     _mm256_storeu_ps(out, sum);
@@ -698,7 +680,7 @@ static inline __attribute__((always_inline)) void packed_4bit_tile(int type, int
             }
         }
         __m256 d;
-        if (type == LLAMBDA_TYPE_MXFP4) {   /* E8M0 exponents as dot_mxfp4 widens them */
+        if (type == LLAMBDA_TYPE_MXFP4) {   /* E8M0 exponents widened as ll_mxfp4_scale does */
             __m256i e = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p->d));
             __m256i big = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
             __m256i small = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
@@ -965,15 +947,6 @@ static void dot_q2_K_packed(int64_t n, float *out, size_t out_stride, const void
 
 /* ------------------------------------------------------------------ Q3_K */
 
-/* The sixteen 6-bit scales less 32 */
-static inline void q3_K_scales(const block_q3_K *a, int8_t S[16]) {
-    for (int g = 0; g < 16; g++) {
-        int low4 = g < 8 ? (a->scales[g] & 0xF) : (a->scales[g - 8] >> 4);
-        int hi2 = (a->scales[8 + (g % 4)] >> (2 * (g / 4))) & 3;
-        S[g] = (int8_t)((low4 | (hi2 << 4)) - 32);
-    }
-}
-
 /* scalar.c's dot_q3_K: per block the exact integer sum of scale x (values x activations),
  * then one float step. Values are taken as q + 4 (0..7: two low bits, plus 4 where the
  * high bit is set), the 4 x Σy of each 16-group (the activations' bsums) taken off after. */
@@ -986,7 +959,7 @@ static void dot_q3_K(int64_t n, float *s, const void *w, const void *x) {
         _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD, _MM_HINT_T0);
         _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD + 64, _MM_HINT_T0);
         int8_t S[16];
-        q3_K_scales(&a[i], S);
+        ll_q3_K_scales(a[i].scales, S);
         int ofs = 0;
         for (int g = 0; g < 16; g++) ofs += S[g] * b[i].bsums[g];
         __m256i H = _mm256_loadu_si256((const __m256i *)a[i].hmask), acc = _mm256_setzero_si256();
@@ -1029,7 +1002,7 @@ static size_t pack_q3_K_x8(int64_t n, const void *w, size_t stride, void *dst) {
                 const block_q3_K *a = (const block_q3_K *)((const uint8_t *)w + (size_t)r * stride) + i;
                 p->d[r] = a->d;
                 int8_t S[16];
-                q3_K_scales(a, S);
+                ll_q3_K_scales(a->scales, S);
                 uint8_t u[QK_K];
                 for (int k = 0; k < QK_K; k++) {
                     int h = k / 128, j = (k % 128) / 32, l = k % 32;
@@ -1107,11 +1080,6 @@ static void dot_q3_K_packed(int64_t n, float *out, size_t out_stride, const void
 
 /* ------------------------------------------------------------------ IQ4_XS */
 
-/* Sub-block sb's scale less 32 */
-static inline int iq4_xs_scale(const block_iq4_xs *a, int sb) {
-    return (((a->scales_l[sb / 2] >> (4 * (sb % 2))) & 0xF) | (((a->scales_h >> (2 * sb)) & 3) << 4)) - 32;
-}
-
 /* scalar.c's dot_iq4_xs (llama.cpp's AVX2 layout): a sub-block's 32 values looked up from
  * its nibbles (low ones in the first 16 bytes, high ones in the last), lane m = the exact
  * dot of elements 4m..4m+3 times the scale, summed over the block; one fused
@@ -1133,7 +1101,7 @@ static void dot_iq4_xs(int64_t n, float *s, const void *w, const void *x) {
             __m256i idx = _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1), m4);
             __m256i v = _mm256_shuffle_epi8(table, idx);
             __m256i p = dot_i8_groups4(v, _mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * sb)));
-            lane = _mm256_add_epi32(lane, _mm256_mullo_epi32(p, _mm256_set1_epi32(iq4_xs_scale(&a[i], sb))));
+            lane = _mm256_add_epi32(lane, _mm256_mullo_epi32(p, _mm256_set1_epi32(ll_iq4_xs_scale(&a[i], sb))));
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(LL_FP16(a[i].d) * b[i].d), _mm256_cvtepi32_ps(lane), acc);
     }
@@ -1159,7 +1127,7 @@ static size_t pack_iq4_xs_x8(int64_t n, const void *w, size_t stride, void *dst)
                 const block_iq4_xs *a = (const block_iq4_xs *)((const uint8_t *)w + (size_t)r * stride) + i;
                 p->d[r] = a->d;
                 for (int sb = 0; sb < 8; sb++) {
-                    p->ls[sb][r] = (int8_t)iq4_xs_scale(a, sb);
+                    p->ls[sb][r] = (int8_t)ll_iq4_xs_scale(a, sb);
                     for (int g = 0; g < 4; g++) memcpy(&p->qs[sb][g][4 * r], a->qs + 16 * sb + 4 * g, 4);
                 }
             }
@@ -1167,10 +1135,12 @@ static size_t pack_iq4_xs_x8(int64_t n, const void *w, size_t stride, void *dst)
     return (size_t)nb * sizeof(block_iq4_xs_x8);
 }
 
-/* eight int8 scales as int16 pairs (s, s), one per 32-bit lane */
-static inline __m256i iq4_xs_scale_pairs(const int8_t *ls) {
-    __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)ls));
-    return _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(v, 16));
+/* eight int8 scales as int16 pairs (s, s), one per 32-bit lane (an operand of madd/vpdpwssd
+ * that multiplies both int16 halves of a lane by its row's scale) */
+static inline __m256i scale_pairs_i8(const int8_t *s8) {
+    const __m256i dup = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,
+                                         0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
+    return _mm256_shuffle_epi8(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)s8)), dup);
 }
 
 /* The tile against T (1 or 2) tokens: per row and token the lanes of dot_iq4_xs (exact
@@ -1195,7 +1165,7 @@ static inline __attribute__((always_inline)) void iq4_xs_packed_tile(int64_t n, 
         __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d));
         __m256i ls[8];   /* each sub-block's row scales as int16 pairs (s, s) */
         #pragma GCC unroll 8
-        for (int sb = 0; sb < 8; sb++) ls[sb] = iq4_xs_scale_pairs(p->ls[sb]);
+        for (int sb = 0; sb < 8; sb++) ls[sb] = scale_pairs_i8(p->ls[sb]);
         #pragma GCC unroll 4
         for (int g = 0; g < 4; g++) {
             __m256i lo[2], hi[2];   /* lanes g and 4 + g of the eight rows */
@@ -1640,15 +1610,13 @@ static inline __attribute__((always_inline)) void q6_K_packed_tile(int64_t n, fl
                                                                     _mm_loadl_epi64((const __m128i *)p->sc[4 * P + 2 + h2])));
 #else
         const __m256i m32 = _mm256_set1_epi8(32);
-        const __m256i dup = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,
-                                             0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
         __m256i ofs[4][8];   /* 32·y pair sums of each token, by 32-quant group */
         __m256i sc[16];      /* each sub-block's row scales as int16 pairs (s, s) */
         #pragma GCC unroll 4
         for (int t = 0; t < T; t++)
             for (int g = 0; g < 8; g++) ofs[t][g] = mul_u8_i8_pairs(m32, _mm256_loadu_si256((const __m256i *)(y[t]->qs + 32 * g)));
         for (int s = 0; s < 16; s++)
-            sc[s] = _mm256_shuffle_epi8(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p->sc[s])), dup);
+            sc[s] = scale_pairs_i8(p->sc[s]);
 #endif
         #pragma GCC unroll 8
         for (int k = 0; k < 8; k++) {

@@ -180,9 +180,7 @@ static void dot_mxfp4(int64_t n, float *s, const void *w, const void *x) {
         int isum = 0;
         for (int j = 0; j < 16; j++)
             isum += ll_kvalues_mxfp4[a[i].qs[j] & 0xF] * b[i].qs[j] + ll_kvalues_mxfp4[a[i].qs[j] >> 4] * b[i].qs[j + 16];
-        uint32_t bits = a[i].e < 2 ? (0x00200000u << a[i].e) : ((uint32_t)(a[i].e - 1) << 23);
-        float d; memcpy(&d, &bits, 4);
-        sum += (float)isum * (d * LL_FP16(b[i].d));
+        sum += (float)isum * (ll_mxfp4_scale(a[i].e) * LL_FP16(b[i].d));
     }
     *s = sum;
 }
@@ -211,11 +209,7 @@ static void dot_q3_K(int64_t n, float *s, const void *w, const void *x) {
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; i++) {
         int8_t S[16];
-        for (int g = 0; g < 16; g++) {
-            int low4 = g < 8 ? (a[i].scales[g] & 0xF) : (a[i].scales[g - 8] >> 4);
-            int hi2 = (a[i].scales[8 + (g % 4)] >> (2 * (g / 4))) & 3;
-            S[g] = (int8_t)((low4 | (hi2 << 4)) - 32);
-        }
+        ll_q3_K_scales(a[i].scales, S);
         int isum = 0;
         for (int g = 0; g < 16; g++) {
             int part = 0;
@@ -322,7 +316,7 @@ static void dot_iq4_xs(int64_t n, float *s, const void *w, const void *x) {
     for (int64_t i = 0; i < n / QK_K; i++) {
         int32_t lane[8] = {0};
         for (int sb = 0; sb < 8; sb++) {
-            int ls = (((a[i].scales_l[sb / 2] >> (4 * (sb % 2))) & 0xF) | (((a[i].scales_h >> (2 * sb)) & 3) << 4)) - 32;
+            int ls = ll_iq4_xs_scale(&a[i], sb);
             const uint8_t *q = a[i].qs + 16 * sb;
             const int8_t *y = b[i].qs + 32 * sb;
             for (int m = 0; m < 8; m++) {

@@ -92,20 +92,12 @@ void ll_dequantize_row_q2_K(const void *src, float *y, int64_t n) {
     }
 }
 
-static void q3_K_scales(const uint8_t *bs, int8_t *S) {
-    for (int s = 0; s < 16; s++) {
-        int low4 = s < 8 ? (bs[s] & 0xF) : (bs[s - 8] >> 4);
-        int hi2 = (bs[8 + (s % 4)] >> (2 * (s / 4))) & 3;
-        S[s] = (int8_t)((low4 | (hi2 << 4)) - 32);
-    }
-}
-
 void ll_dequantize_row_q3_K(const void *src, float *y, int64_t n) {
     const block_q3_K *b = src;
     for (int64_t i = 0; i < n / QK_K; i++, y += QK_K) {
         float d = LL_FP16(b[i].d);
         int8_t S[16];
-        q3_K_scales(b[i].scales, S);
+        ll_q3_K_scales(b[i].scales, S);
         for (int e = 0; e < QK_K; e++) {
             int h = e / 128, j = (e % 128) / 32, l = e % 32;
             int q2 = (b[i].qs[32 * h + l] >> (2 * j)) & 3;
@@ -186,8 +178,7 @@ void ll_dequantize_row_iq4_xs(const void *src, float *y, int64_t n) {
     for (int64_t i = 0; i < n / QK_K; i++, y += QK_K) {
         float d = LL_FP16(b[i].d);
         for (int s = 0; s < 8; s++) {
-            int ls = ((b[i].scales_l[s / 2] >> (4 * (s % 2))) & 0xF) | (((b[i].scales_h >> (2 * s)) & 3) << 4);
-            float dl = d * (float)(ls - 32);
+            float dl = d * (float)ll_iq4_xs_scale(&b[i], s);
             const uint8_t *q = b[i].qs + 16 * s;
             for (int j = 0; j < 16; j++) {
                 y[32 * s + j] = dl * (float)ll_kvalues_iq4nl[q[j] & 0xF];
@@ -197,16 +188,10 @@ void ll_dequantize_row_iq4_xs(const void *src, float *y, int64_t n) {
     }
 }
 
-/* E8M0 exponent to float, halved (the E2M1 table holds doubled values). */
-static float e8m0_half(uint8_t e) {
-    uint32_t bits = e < 2 ? (0x00200000u << e) : ((uint32_t)(e - 1) << 23);
-    float f; memcpy(&f, &bits, 4); return f;
-}
-
 void ll_dequantize_row_mxfp4(const void *src, float *y, int64_t n) {
     const block_mxfp4 *b = src;
     for (int64_t i = 0; i < n / 32; i++, y += 32) {
-        float d = e8m0_half(b[i].e);
+        float d = ll_mxfp4_scale(b[i].e);
         for (int j = 0; j < 16; j++) {
             y[j] = (float)ll_kvalues_mxfp4[b[i].qs[j] & 0xF] * d;
             y[j + 16] = (float)ll_kvalues_mxfp4[b[i].qs[j] >> 4] * d;
@@ -473,7 +458,7 @@ void ll_quantize_row_mxfp4(const float *x, void *dst, int64_t n) {
             e = clampi(e, 0, 254);
         }
         y[i].e = (uint8_t)e;
-        float d = e8m0_half((uint8_t)e), id = d > 0 ? 1.f / d : 0;
+        float d = ll_mxfp4_scale((uint8_t)e), id = d > 0 ? 1.f / d : 0;
         for (int j = 0; j < 16; j++)
             y[i].qs[j] = (uint8_t)(nearest_kvalue(ll_kvalues_mxfp4, x[j] * id) |
                                    (nearest_kvalue(ll_kvalues_mxfp4, x[j + 16] * id) << 4));
