@@ -74,6 +74,7 @@ int llambda_quant_tensor_type(int ftype, const char *name, int n_dims, const int
     if (ftype == LLAMBDA_FTYPE_F32 || ftype == LLAMBDA_FTYPE_F16 || ftype == LLAMBDA_FTYPE_BF16) return type;
     int k_mix = ftype == LLAMBDA_FTYPE_Q4_K_M || ftype == LLAMBDA_FTYPE_Q5_K_M, iq4 = ftype == LLAMBDA_FTYPE_IQ4_XS;
     int q3m = ftype == LLAMBDA_FTYPE_Q3_K_M, q2 = ftype == LLAMBDA_FTYPE_Q2_K;
+    int mixed = k_mix || iq4 || q3m || q2;   /* the file types whose mix bumps 8-expert attention to Q8_0 */
     if (!strcmp(name, "output.weight") || (!has_output && !strcmp(name, "token_embd.weight"))) {
         if (ne[0] % QK_K != 0) type = LLAMBDA_TYPE_Q8_0;
         else if (type != LLAMBDA_TYPE_Q8_0) type = LLAMBDA_TYPE_Q6_K;
@@ -84,9 +85,9 @@ int llambda_quant_tensor_type(int ftype, const char *name, int n_dims, const int
         if (iq4 && n_gqa >= 4) type = LLAMBDA_TYPE_Q5_K;
         if (q3m) type = i_kind < 2 ? LLAMBDA_TYPE_Q5_K : LLAMBDA_TYPE_Q4_K;
         if (q2) type = n_gqa >= 4 ? LLAMBDA_TYPE_Q4_K : LLAMBDA_TYPE_Q3_K;
-        if (n_expert == 8 && (k_mix || iq4 || q3m || q2)) type = LLAMBDA_TYPE_Q8_0;
+        if (n_expert == 8 && mixed) type = LLAMBDA_TYPE_Q8_0;
     } else if (strstr(name, "attn_k.weight")) {
-        if (n_expert == 8 && (k_mix || iq4 || q3m || q2)) type = LLAMBDA_TYPE_Q8_0;
+        if (n_expert == 8 && mixed) type = LLAMBDA_TYPE_Q8_0;
     } else if (strstr(name, "ffn_down")) {
         if (k_mix && use_more_bits(i_kind, n_kind)) type = LLAMBDA_TYPE_Q6_K;
         if (iq4 && i_kind < n_kind / 8) type = LLAMBDA_TYPE_Q5_K;   /* (without an importance matrix) */
