@@ -145,6 +145,8 @@ llambda_status llambda_context_create(llambda_model *m, const llambda_context_pa
     }
     c->scores_stride = (size_t)hd * 5 / 2 + 16;  /* f16 queries of up to 4 heads and an accumulator */
     if (!fail) c->scores = xcalloc((size_t)ll_pool_size(c->pool) * c->scores_stride, 4, &fail);
+    c->gemm_scratch_stride = (ll_gemm_scratch_bytes(qrow) + 63) & ~(size_t)63;
+    if (!fail) c->gemm_scratch = xcalloc((size_t)ll_pool_size(c->pool), c->gemm_scratch_stride, &fail);
     if (!fail && ll_sampler_init(&c->smp, h->n_vocab, &p.sampling)) fail = 1;
     if (fail) { llambda_context_free(c); return ll_error(LLAMBDA_ERR_NOMEM, "context: out of memory (n_ctx %d)", n_ctx); }
     *out = c;
@@ -161,7 +163,7 @@ void llambda_context_free(llambda_context *c) {
     for (int l = 0; c->conv_state && l < c->m->hp.n_layer; l++) { free(c->conv_state[l]); free(c->ssm_state[l]); }
     free(c->conv_state); free(c->ssm_state); free(c->arch_buf);
     free(c->x); free(c->xb); free(c->xb2); free(c->q); free(c->k); free(c->v); free(c->att);
-    free(c->hb); free(c->hb2); free(c->rope_cs); free(c->scores); free(c->qbuf); free(c->want); free(c->logits);
+    free(c->hb); free(c->hb2); free(c->rope_cs); free(c->scores); free(c->qbuf); free(c->gemm_scratch); free(c->want); free(c->logits);
     if (c->owns_pool) ll_pool_free(c->pool);
     ll_sampler_free(&c->smp);
     free(c);
@@ -295,12 +297,14 @@ llambda_status llambda_bench_projection(llambda_model *m, const char *tensor, co
     c.qbuf_row = (size_t)t->ne[0] * 4 + 512;
     c.n_batch = n_tok;
     c.qbuf = malloc((size_t)n_tok * c.qbuf_row);
+    c.gemm_scratch_stride = (ll_gemm_scratch_bytes(t->ne[0]) + 63) & ~(size_t)63;
+    c.gemm_scratch = c.pool ? malloc((size_t)ll_pool_size(c.pool) * c.gemm_scratch_stride) : NULL;
     size_t ny = (size_t)n_tok * (size_t)t->ne[1];
     float *x = malloc((size_t)n_tok * (size_t)t->ne[0] * 4), *y = malloc(ny * 4), *ycpu = malloc(ny * 4);
     struct ll_backend *be = NULL;
     void *session = NULL;
     llambda_status st = LLAMBDA_OK;
-    if (!c.pool || !c.qbuf || !x || !y || !ycpu) st = ll_error(LLAMBDA_ERR_NOMEM, "bench-proj: out of memory");
+    if (!c.pool || !c.qbuf || !c.gemm_scratch || !x || !y || !ycpu) st = ll_error(LLAMBDA_ERR_NOMEM, "bench-proj: out of memory");
     else if (backend && strcmp(backend, "cpu")) st = ll_backend_session(m, backend, &w, &be, &session);   /* export + setup: untimed */
     if (!st) {
         fill_random(x, (size_t)n_tok * (size_t)t->ne[0]);
@@ -322,6 +326,6 @@ llambda_status llambda_bench_projection(llambda_model *m, const char *tensor, co
     }
     if (session) ll_backend_session_free(be, session);
     ll_pool_free(c.pool);
-    free(c.qbuf); free(x); free(y); free(ycpu);
+    free(c.qbuf); free(c.gemm_scratch); free(x); free(y); free(ycpu);
     return st;
 }

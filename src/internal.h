@@ -132,15 +132,30 @@ typedef void (*ll_dot_packed_fn)(int64_t n, float *out, size_t out_stride, const
 /* Activation formats beyond the weight types: values rounded to f16 (bf16) exactly as
  * llama.cpp rounds the activations it multiplies F16 (BF16) weights with, held as f32, so
  * a kernel never widens them again (one conversion per token, not one per tile). */
-enum { LL_ACT_F16_AS_F32 = LLAMBDA_TYPE_COUNT, LL_ACT_BF16_AS_F32, LL_ACT_COUNT };
-/* Bytes of one activation row in format vdt. The f32-held formats add a cache line, so
- * that the rows of a prompt tile (power-of-two widths) do not share the same cache sets. */
+/* The _PASS formats are the same rounded values kept as f16 (bf16) and ordered for the
+ * prompt kernels: vec_dot sums each of its accumulators (four of 16 lanes over 64-element
+ * steps for F16, two over 32 for BF16) in a pass of its own, so the elements of one pass
+ * are stored together (ll_pass_index), the tail past the last whole step in place. */
+enum { LL_ACT_F16_AS_F32 = LLAMBDA_TYPE_COUNT, LL_ACT_BF16_AS_F32, LL_ACT_F16_PASS, LL_ACT_BF16_PASS, LL_ACT_COUNT };
+/* Bytes of one activation row in format vdt. The float formats add a cache line, so that
+ * the rows of a prompt tile (power-of-two widths) do not share the same cache sets. */
 size_t ll_act_row_bytes(int vdt, int64_t n);
+/* Where element k of an n-element row goes in a pass-ordered row with n_pass passes of
+ * 16 lanes. */
+static inline int64_t ll_pass_index(int64_t k, int64_t n, int n_pass) {
+    int64_t step = 16 * n_pass, full = n / step * step;
+    if (k >= full) return k;
+    return (k % step) / 16 * (full / n_pass) + k / step * 16 + k % 16;
+}
 
 /* Optional, float weights: n_rows rows (stride bytes apart) against n_tok activation rows
- * (x_stride bytes apart), out[t * out_stride + r], each equal to vec_dot bit for bit. */
+ * (x_stride bytes apart, in the format gemm_act names), out[t * out_stride + r], each
+ * equal to vec_dot bit for bit; scratch holds ll_gemm_scratch_bytes(n) bytes of the
+ * calling thread's own. */
 typedef void (*ll_gemm_fn)(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, int n_rows,
-                           const void *x, size_t x_stride, int n_tok);
+                           const void *x, size_t x_stride, int n_tok, void *scratch);
+#define LL_GEMM_ROWS 6   /* weight rows a prompt kernel reorders into its scratch at a time */
+static inline size_t ll_gemm_scratch_bytes(int64_t n) { return (size_t)LL_GEMM_ROWS * (size_t)((n + 31) & ~(int64_t)31) * 2 + 64; }
 
 typedef struct ll_compute_traits {
     int vec_dot_type;
@@ -156,7 +171,8 @@ typedef struct ll_kernels {
     ll_pack_x8_fn pack_x8[LLAMBDA_TYPE_COUNT];       /* optional repacked layouts, */
     ll_dot_packed_fn dot_packed[LLAMBDA_TYPE_COUNT]; /* with their tile kernels, */
     ll_dot_packed_fn dot_packed2[LLAMBDA_TYPE_COUNT]; /* optional: two adjacent tiles (16 rows) at once */
-    ll_gemm_fn gemm[LLAMBDA_TYPE_COUNT];             /* optional: prompt products of float weights */
+    ll_gemm_fn gemm[LLAMBDA_TYPE_COUNT];             /* optional: prompt products of float weights, */
+    int gemm_act[LLAMBDA_TYPE_COUNT];                /* with the activation format each takes */
     ll_from_float_fn from_float[LL_ACT_COUNT];     /* by activation format */
     float (*dot_f16_f16)(const uint16_t *a, const uint16_t *b, int64_t n);  /* attention q·k */
     void (*axpy)(float *y, const float *x, float a, int64_t n);   /* y[i] = fma(x[i], a, y[i]) */
@@ -241,6 +257,8 @@ void ll_convert_row_f16(const float *x, void *y, int64_t n);
 void ll_convert_row_bf16(const float *x, void *y, int64_t n);
 void ll_round_row_f16(const float *x, void *y, int64_t n);    /* to f16 and back: LL_ACT_F16_AS_F32 */
 void ll_round_row_bf16(const float *x, void *y, int64_t n);   /* to bf16 and back: LL_ACT_BF16_AS_F32 */
+void ll_pass_row_f16(const float *x, void *y, int64_t n);     /* LL_ACT_F16_PASS */
+void ll_pass_row_bf16(const float *x, void *y, int64_t n);    /* LL_ACT_BF16_PASS */
 void ll_convert_row_f32(const float *x, void *y, int64_t n);
 
 #endif

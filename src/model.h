@@ -188,6 +188,8 @@ struct llambda_context {
     size_t scores_stride;
     uint8_t *qbuf;             /* quantized activations, n_batch rows of the widest input */
     size_t qbuf_row;
+    uint8_t *gemm_scratch;     /* the prompt kernels' scratch, one slice per pool thread */
+    size_t gemm_scratch_stride;
     uint8_t *want;             /* [n_batch] logits flags */
     float *logits;             /* [n_ctx or 1][n_vocab] */
     int n_logits_rows, logits_first;  /* rows held; position of row 0 relative to last eval */

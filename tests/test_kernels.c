@@ -88,12 +88,13 @@ static void compare(const ll_kernels *ref, const ll_kernels *k, int type) {
 static void compare_gemm(const ll_kernels *ref, const ll_kernels *k, int type) {
     if (!k->gemm[type]) return;
     const llambda_type_traits *t = llambda_type_get(type);
-    int vdt = ll_vec_dot_type(type);
-    const int shapes[][3] = {{1024, 8, 4}, {1000, 13, 13}, {72, 4, 7}, {2048, 17, 64}, {40, 3, 2}};
+    int vdt = ll_vec_dot_type(type), gdt = k->gemm_act[type];
+    const int shapes[][3] = {{1024, 8, 4}, {1000, 13, 13}, {72, 4, 7}, {2048, 17, 64}, {40, 3, 2}, {96, 11, 5}};
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         int n = shapes[si][0], rows = shapes[si][1], toks = shapes[si][2];
-        size_t wrow = (size_t)llambda_type_row_bytes(type, n), xrow = ll_act_row_bytes(vdt, n);
-        uint8_t *w = malloc(wrow * (size_t)rows), *x = malloc(xrow * (size_t)toks);
+        size_t wrow = (size_t)llambda_type_row_bytes(type, n), xrow = ll_act_row_bytes(vdt, n), grow = ll_act_row_bytes(gdt, n);
+        uint8_t *w = malloc(wrow * (size_t)rows), *x = malloc(xrow * (size_t)toks), *gx = malloc(grow * (size_t)toks);
+        void *scratch = malloc(ll_gemm_scratch_bytes(n));
         float *f = malloc(sizeof(float) * (size_t)n), *want = malloc(sizeof(float) * (size_t)rows * (size_t)toks),
               *got = malloc(sizeof(float) * (size_t)rows * (size_t)toks);
         for (int r = 0; r < rows; r++) {
@@ -103,17 +104,44 @@ static void compare_gemm(const ll_kernels *ref, const ll_kernels *k, int type) {
         for (int s = 0; s < toks; s++) {
             for (int i = 0; i < n; i++) f[i] = frand() * 3.f;
             ref->from_float[vdt](f, x + (size_t)s * xrow, n);
+            k->from_float[gdt](f, gx + (size_t)s * grow, n);
         }
         for (int s = 0; s < toks; s++)
             for (int r = 0; r < rows; r++)
                 ref->vec_dot[type](n, &want[(size_t)s * (size_t)rows + (size_t)r], w + (size_t)r * wrow, x + (size_t)s * xrow);
         memset(got, 0, sizeof(float) * (size_t)rows * (size_t)toks);
-        k->gemm[type](n, got, (size_t)rows, w, wrow, rows, x, xrow, toks);
+        k->gemm[type](n, got, (size_t)rows, w, wrow, rows, gx, grow, toks, scratch);
         int bad = 0;
         for (int i = 0; i < rows * toks; i++) bad += memcmp(&got[i], &want[i], 4) != 0;
         CHECK(!bad, "%s: %s prompt kernel (%d x %d rows x %d tokens) differs from the single-row one in %d elements",
               t->name, k->isa, n, rows, toks, bad);
-        free(w); free(x); free(f); free(want); free(got);
+        free(w); free(x); free(gx); free(scratch); free(f); free(want); free(got);
+    }
+}
+
+/* An activation format in pass order holds, element for element, the values of the
+ * rounded f32-held one (NaN, infinities, overflow, subnormals, ties included), whichever
+ * kernel set converts. */
+static void compare_pass_format(const ll_kernels *ref, const ll_kernels *k, int pass_fmt, int round_fmt, int n_pass) {
+    const int ns[] = {1000, 64, 40, 2048 + 32};
+    for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+        int n = ns[ni];
+        float *f = malloc(sizeof(float) * (size_t)n), *r = malloc(ll_act_row_bytes(round_fmt, n));
+        uint16_t *p = malloc(ll_act_row_bytes(pass_fmt, n));
+        for (int i = 0; i < n; i++) f[i] = frand() * (i % 7 == 0 ? 1e-6f : 8.f);
+        f[1] = NAN; f[3] = -INFINITY; f[5] = 70000.f; f[9] = 65519.f; f[11] = 1e-7f; f[13] = -3e-39f;
+        f[15] = 1.f + 1.f / 2048.f;   /* a tie in f16 */
+        f[17] = 1.f + 1.f / 256.f;    /* a tie in bf16 */
+        ref->from_float[round_fmt](f, r, n);
+        k->from_float[pass_fmt](f, p, n);
+        int bad = 0;
+        for (int i = 0; i < n; i++) {
+            uint16_t h = p[ll_pass_index(i, n, n_pass)];
+            float v = pass_fmt == LL_ACT_F16_PASS ? ll_fp16_to_fp32(h) : ll_bf16_to_fp32(h);
+            bad += memcmp(&v, &r[i], 4) != 0;
+        }
+        CHECK(!bad, "%s: pass-ordered activations (%d elements) differ from the rounded f32 ones in %d", k->isa, n, bad);
+        free(f); free(r); free(p);
     }
 }
 
@@ -136,6 +164,8 @@ int main(void) {
         TEST(name) {
             compare(&scalar, &scalar, type);
             compare(&scalar, &active, type);
+            if (type == LLAMBDA_TYPE_F16) compare_pass_format(&scalar, &scalar, LL_ACT_F16_PASS, LL_ACT_F16_AS_F32, 4);
+            if (type == LLAMBDA_TYPE_BF16) compare_pass_format(&scalar, &scalar, LL_ACT_BF16_PASS, LL_ACT_BF16_AS_F32, 2);
 #ifdef LL_HAVE_AVX2
             /* every ISA this CPU has, whichever one is active */
             ll_kernels k2 = scalar, k512 = scalar;
@@ -144,6 +174,8 @@ int main(void) {
                 ll_kernels_avx512(&k512);
                 compare(&scalar, &k512, type);
                 compare_gemm(&scalar, &k512, type);
+                if (type == LLAMBDA_TYPE_F16) compare_pass_format(&scalar, &k512, LL_ACT_F16_PASS, LL_ACT_F16_AS_F32, 4);
+                if (type == LLAMBDA_TYPE_BF16) compare_pass_format(&scalar, &k512, LL_ACT_BF16_PASS, LL_ACT_BF16_AS_F32, 2);
                 if (type == LLAMBDA_TYPE_F32 || type == LLAMBDA_TYPE_F16 || type == LLAMBDA_TYPE_BF16)
                     CHECK(k512.gemm[type] != NULL, "avx512: no prompt kernel for %s", t->name);
             }

@@ -30,6 +30,8 @@ typedef struct matmul_job {
 typedef struct matmul_set {
     const matmul_job *jobs;
     int n;
+    uint8_t *scratch;           /* the prompt kernels' per-thread scratch, */
+    size_t scratch_stride;      /* one slice per pool thread */
     /* On its own cache line, so the other threads' grabs do not evict the fields above. */
     _Alignas(64) atomic_long next_item;
 } matmul_set;
@@ -37,6 +39,9 @@ typedef struct matmul_set {
 #define ROW_TILE 8
 #define TILES_PER_GRAB 4    /* decode: 32 rows per grab */
 #define TOK_CHUNK 64        /* prefill: tokens per work item (their activations stay in L2) */
+#ifndef GEMM_TOK_CHUNK
+#define GEMM_TOK_CHUNK 256  /* the same for float weights, whose rows cost more to fetch again */
+#endif
 #define PREFILL_TILES 8     /* prefill: row tiles per work item (their weights stay in L1/L2) */
 
 /* Packed tiles from the one starting at row r0 (one tile, or two for a pair kernel)
@@ -76,7 +81,7 @@ static void matmul_tile(const matmul_job *j, int64_t r0, int64_t r1, int t0, int
 /* A job's work items: a decode item is a run of row tiles; a prefill item is a block of
  * row tiles times a chunk of tokens, chunks outermost, so one chunk's activations stay in
  * cache while the rows stream past. */
-typedef struct { int64_t n_tiles, grab, n_rb, n_items; } job_items;
+typedef struct { int64_t n_tiles, grab, n_rb, n_items; int chunk; } job_items;
 
 static job_items items_of(const matmul_job *j, int nth) {
     job_items it;
@@ -86,18 +91,19 @@ static job_items items_of(const matmul_job *j, int nth) {
      * (16 measured ~5% slower at one token: each grab is an atomic on a shared line) */
     if (j->n_tok == 1 && it.n_tiles / (8 * nth) > it.grab) it.grab = it.n_tiles / (8 * nth);
     it.n_rb = (it.n_tiles + it.grab - 1) / it.grab;
-    it.n_items = it.n_rb * (((int64_t)j->n_tok + TOK_CHUNK - 1) / TOK_CHUNK);
+    it.chunk = j->gemm ? GEMM_TOK_CHUNK : TOK_CHUNK;
+    it.n_items = it.n_rb * (((int64_t)j->n_tok + it.chunk - 1) / it.chunk);
     return it;
 }
 
-static void run_item(const matmul_job *j, const job_items *it, int64_t item) {
-    int t0 = (int)(item / it->n_rb) * TOK_CHUNK, t1 = t0 + TOK_CHUNK < j->n_tok ? t0 + TOK_CHUNK : j->n_tok;
+static void run_item(const matmul_job *j, const job_items *it, int64_t item, void *scratch) {
+    int t0 = (int)(item / it->n_rb) * it->chunk, t1 = t0 + it->chunk < j->n_tok ? t0 + it->chunk : j->n_tok;
     int64_t tile0 = (item % it->n_rb) * it->grab, tile1 = tile0 + it->grab < it->n_tiles ? tile0 + it->grab : it->n_tiles;
     if (j->gemm) {
         int64_t r0 = tile0 * ROW_TILE, r1 = tile1 * ROW_TILE < j->w->rows ? tile1 * ROW_TILE : j->w->rows;
         j->gemm(j->w->cols, j->y + (size_t)t0 * (size_t)j->w->rows + (size_t)r0, (size_t)j->w->rows,
                 j->w->data + (size_t)r0 * j->w->row_bytes, j->w->row_bytes, (int)(r1 - r0), j->xq + (size_t)t0 * j->xq_row,
-                j->xq_row, t1 - t0);
+                j->xq_row, t1 - t0, scratch);
         return;
     }
     for (int64_t tile = tile0; tile < tile1; tile++) {
@@ -113,7 +119,6 @@ static void run_item(const matmul_job *j, const job_items *it, int64_t item) {
 
 /* Which thread computes an element, and in which item, never changes its bits. */
 static void matmul_task(void *arg, int ith, int nth) {
-    (void)ith;
     matmul_set *s = arg;
     job_items its[MAX_JOBS];
     int64_t end[MAX_JOBS], total = 0;
@@ -123,7 +128,7 @@ static void matmul_task(void *arg, int ith, int nth) {
         int64_t item = atomic_fetch_add_explicit(&s->next_item, 1, memory_order_relaxed);
         if (item >= total) break;
         while (item >= end[k]) k++;   /* items only grow */
-        run_item(&s->jobs[k], &its[k], item - (end[k] - its[k].n_items));
+        run_item(&s->jobs[k], &its[k], item - (end[k] - its[k].n_items), s->scratch + (size_t)ith * s->scratch_stride);
     }
 }
 
@@ -135,19 +140,22 @@ void ll_matmul_many(struct llambda_context *c, const ll_matmul_op *ops, int n_op
     const ll_kernels *k = ll_kernels_get();
     matmul_job jobs[MAX_JOBS];
     const float *job_x[MAX_JOBS];
+    int job_vdt[MAX_JOBS];
     size_t cap = (size_t)c->n_batch * c->qbuf_row, used = 0;
     int n = 0;
     for (int i = 0; i < n_ops; i++) {
         const ll_weight *w = ops[i].w;
         if (w->bind && ll_bindings_run(w, ops[i].x, ops[i].n_tok, ops[i].y)) continue;   /* an accelerator took it */
-        int vdt = ll_vec_dot_type(w->type);
+        /* prompts of float weights: the prompt kernel and the activation format it takes */
+        ll_gemm_fn gemm = ops[i].n_tok > 1 && ll_gemm_scratch_bytes(w->cols) <= c->gemm_scratch_stride ? k->gemm[w->type] : NULL;
+        int vdt = gemm ? k->gemm_act[w->type] : ll_vec_dot_type(w->type);
         size_t xq_row = (size_t)ll_act_row_bytes(vdt, w->cols), bytes = xq_row * (size_t)ops[i].n_tok;
         const uint8_t *xq = NULL;
         for (int p = 0; p < n && !xq; p++)   /* the same input already converted to the same type */
-            if (job_x[p] == ops[i].x && jobs[p].n_tok == ops[i].n_tok && ll_vec_dot_type(jobs[p].w->type) == vdt && jobs[p].w->cols == w->cols)
+            if (job_x[p] == ops[i].x && jobs[p].n_tok == ops[i].n_tok && job_vdt[p] == vdt && jobs[p].w->cols == w->cols)
                 xq = jobs[p].xq;
         if (n == MAX_JOBS || (!xq && used + bytes > cap)) {   /* jobs or scratch full: run what we have */
-            matmul_set set = {.jobs = jobs, .n = n, .next_item = 0};
+            matmul_set set = {.jobs = jobs, .n = n, .scratch = c->gemm_scratch, .scratch_stride = c->gemm_scratch_stride, .next_item = 0};
             if (n) ll_pool_run(c->pool, matmul_task, &set);
             n = 0; used = 0;
             xq = NULL;   /* the scratch is reused: convert again */
@@ -160,6 +168,7 @@ void ll_matmul_many(struct llambda_context *c, const ll_matmul_op *ops, int n_op
             used += (bytes + 63) & ~(size_t)63;
         }
         job_x[n] = ops[i].x;
+        job_vdt[n] = vdt;
         jobs[n++] = (matmul_job){.w = w, .xq = xq, .xq_row = xq_row, .n_tok = ops[i].n_tok, .y = ops[i].y,
                                  .dot = k->vec_dot[w->type], .dot8 = k->vec_dot_x8[w->type], .dot8t4 = k->vec_dot_x8_t4[w->type],
                                  .dotp = w->packed ? k->dot_packed[w->type] : NULL,
@@ -167,10 +176,10 @@ void ll_matmul_many(struct llambda_context *c, const ll_matmul_op *ops, int n_op
                                   * from memory as fast or faster (measured on 220-330 MB Q6_K heads, one
                                   * and two threads, with the pair's blocks apart or interleaved) */
                                  .dotp2 = w->packed && ops[i].n_tok > 1 ? k->dot_packed2[w->type] : NULL,
-                                 .gemm = ops[i].n_tok > 1 ? k->gemm[w->type] : NULL};
+                                 .gemm = gemm};
     }
     if (n) {
-        matmul_set set = {.jobs = jobs, .n = n, .next_item = 0};
+        matmul_set set = {.jobs = jobs, .n = n, .scratch = c->gemm_scratch, .scratch_stride = c->gemm_scratch_stride, .next_item = 0};
         ll_pool_run(c->pool, matmul_task, &set);
     }
 }
