@@ -2801,6 +2801,61 @@ static inline __attribute__((always_inline)) void att_accumulate(float *accf, co
         for (int b = 0; b < nv; b++) _mm256_storeu_ps(accf + (size_t)h * (size_t)stride + 8 * b, acc[h][b]);
 }
 
+#ifdef LL_AVX512
+/* att_accumulate on 16 lanes a register (nz of them a head, HP heads side by side): the
+ * same operations per lane, so the same bits, in half the instructions */
+static inline __attribute__((always_inline)) void att_accumulate_zmm(float *accf, const uint16_t *V, int W, int first,
+                                                                     int ring, int c0, int m, const float *ms,
+                                                                     const float *vs, const int nz, const int HP,
+                                                                     int stride) {
+    __m512 acc[4][16];
+    #pragma GCC unroll 4
+    for (int h = 0; h < HP; h++)
+        #pragma GCC unroll 16
+        for (int b = 0; b < nz; b++) acc[h][b] = _mm512_loadu_ps(accf + (size_t)h * (size_t)stride + 16 * b);
+    for (int j = 0; j < m; j++) {
+        const uint16_t *v = V + (size_t)((first + c0 + j) % ring) * W;
+        #pragma GCC unroll 4
+        for (int h = 0; h < HP; h++) {
+            float msj = ms[h * ATT_CHUNK + j];
+            if (msj != 1.0f) {
+                __m512 vms = _mm512_set1_ps(msj);
+                #pragma GCC unroll 16
+                for (int b = 0; b < nz; b++)
+                    acc[h][b] = _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_mul_ps(acc[h][b], vms), _MM_FROUND_TO_NEAREST_INT));
+            }
+        }
+        #pragma GCC unroll 16
+        for (int b = 0; b < nz; b++) {
+            __m512 vv = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(v + 16 * b)));
+            #pragma GCC unroll 4
+            for (int h = 0; h < HP; h++)
+                acc[h][b] = _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_fmadd_ps(vv, _mm512_set1_ps(vs[h * ATT_CHUNK + j]), acc[h][b]),
+                                                            _MM_FROUND_TO_NEAREST_INT));
+        }
+    }
+    #pragma GCC unroll 4
+    for (int h = 0; h < HP; h++)
+        #pragma GCC unroll 16
+        for (int b = 0; b < nz; b++) _mm512_storeu_ps(accf + (size_t)h * (size_t)stride + 16 * b, acc[h][b]);
+}
+
+/* dot_x_f16 of a widened query against a key widened once for all heads (D a multiple of
+ * 64, so no tail): its lanes 16 a register, its reduction step for step */
+static inline float dot_qk_zmm(const float *q, const __m512 *kz, int nz) {
+    __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int b = 0; b < nz; b += 4)
+        #pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) a[j] = _mm512_fmadd_ps(_mm512_loadu_ps(q + 16 * (b + j)), kz[b + j], a[j]);
+    __m512 s = _mm512_add_ps(_mm512_add_ps(a[0], a[2]), _mm512_add_ps(a[1], a[3]));
+    __m256 t3 = _mm256_add_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)), _mm512_castps512_ps256(s));
+    __m128 t6 = _mm_add_ps(_mm256_extractf128_ps(t3, 1), _mm256_castps256_ps128(t3));
+    __m128 r = _mm_add_ps(t6, _mm_movehl_ps(t6, t6));
+    r = _mm_add_ss(r, _mm_movehdup_ps(r));
+    return _mm_cvtss_f32(r);
+}
+#endif
+
 static void attend_f16(const uint16_t *q16, const uint16_t *K, const uint16_t *V, int W, int D, int nh, int first,
                        int n, int ring, float scale, uint16_t *acc16, float *out) {
     if (D % 8 || D > 512 || nh > ATT_MAX_HEADS) {
@@ -2823,6 +2878,14 @@ static void attend_f16(const uint16_t *q16, const uint16_t *K, const uint16_t *V
         int m = n - c0 < ATT_CHUNK ? n - c0 : ATT_CHUNK;
         for (int j = 0; j < m; j++) {
             const uint16_t *kk = K + (size_t)((first + c0 + j) % ring) * W;
+#ifdef LL_AVX512
+            if (D % 64 == 0) {
+                __m512 kz[32];
+                for (int b = 0; b < D / 16; b++) kz[b] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(kk + 16 * b)));
+                for (int h = 0; h < nh; h++) sc[h][j] = dot_qk_zmm(qf[h], kz, D / 16) * scale;
+                continue;
+            }
+#endif
             for (int h = 0; h < nh; h++) sc[h][j] = dot_f32w_f16(qf[h], kk, D) * scale;
         }
         for (int h = 0; h < nh; h++) {
@@ -2839,6 +2902,17 @@ static void attend_f16(const uint16_t *q16, const uint16_t *K, const uint16_t *V
             S[h] = Sh;
         }
         int h = 0;
+#ifdef LL_AVX512
+        if (D == 64) {
+            for (; h + 4 <= nh; h += 4) att_accumulate_zmm(accf[h], V, W, first, ring, c0, m, ms[h], vs[h], 4, 4, 512);
+            for (; h + 2 <= nh; h += 2) att_accumulate_zmm(accf[h], V, W, first, ring, c0, m, ms[h], vs[h], 4, 2, 512);
+        }
+        if (D == 128)
+            for (; h + 2 <= nh; h += 2) att_accumulate_zmm(accf[h], V, W, first, ring, c0, m, ms[h], vs[h], 8, 2, 512);
+        for (; h < nh && D % 256 == 0; h++)
+            for (int b0 = 0; b0 < D; b0 += 256)
+                att_accumulate_zmm(accf[h] + b0, V + b0, W, first, ring, c0, m, ms[h], vs[h], 16, 1, 512);
+#endif
         if (D == 64)
             for (; h + 2 <= nh; h += 2) att_accumulate(accf[h], V, W, first, ring, c0, m, ms[h], vs[h], 8, 2, 512);
         for (; h < nh; h++) {
