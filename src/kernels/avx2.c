@@ -232,6 +232,41 @@ static void dot_f16(int64_t n, float *s, const void *w, const void *x) {
     *s = (float)sum;
 }
 
+#ifdef LL_AVX512
+/* Eight F16 rows against one activation row (decode), four at a time: each row keeps
+ * dot_f16's four 16-lane accumulators, and each activation vector feeds four rows. */
+static void dot_f16_x8(int64_t n, float *out, const void *w, size_t stride, const void *x) {
+    const float *b = x;
+    const int64_t full = n / 64 * 64;
+    for (int r0 = 0; r0 < 8; r0 += 4) {
+        __m512 c[4][4];
+        for (int r = 0; r < 4; r++)
+            for (int j = 0; j < 4; j++) c[r][j] = _mm512_setzero_ps();
+        const uint16_t *a[4];
+        for (int r = 0; r < 4; r++) a[r] = (const uint16_t *)((const uint8_t *)w + (size_t)(r0 + r) * stride);
+        for (int64_t i = 0; i < full; i += 64) {
+            #pragma GCC unroll 4
+            for (int r = 0; r < 4; r++) {
+                _mm_prefetch((const char *)(a[r] + i) + PREFETCH_AHEAD, _MM_HINT_T0);
+                _mm_prefetch((const char *)(a[r] + i) + PREFETCH_AHEAD + 64, _MM_HINT_T0);
+            }
+            #pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                __m512 y = _mm512_loadu_ps(b + i + 16 * j);
+                #pragma GCC unroll 4
+                for (int r = 0; r < 4; r++)
+                    c[r][j] = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a[r] + i + 16 * j))), y, c[r][j]);
+            }
+        }
+        for (int r = 0; r < 4; r++) {
+            double sum = reduce_4x16_zmm(c[r]);
+            for (int64_t k = full; k < n; k++) sum += (double)(LL_FP16(a[r][k]) * b[k]);
+            out[r0 + r] = (float)sum;
+        }
+    }
+}
+#endif
+
 /* f32 -> f16 -> f32 (LL_ACT_F16_AS_F32) with F16C; a group holding a NaN goes scalar
  * (the canonical quiet NaN) */
 static void round_row_f16(const float *x, void *y, int64_t n) {
@@ -3142,6 +3177,7 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->pack_x8[LLAMBDA_TYPE_Q5_K] = pack_q5_K_x8;
     k->dot_packed[LLAMBDA_TYPE_Q5_K] = dot_q5_K_packed;
     k->vec_dot_x8[LLAMBDA_TYPE_BF16] = dot_bf16_x8;
+    k->vec_dot_x8[LLAMBDA_TYPE_F16] = dot_f16_x8;
     k->gemm[LLAMBDA_TYPE_F32] = gemm_f32;
     k->gemm[LLAMBDA_TYPE_F16] = gemm_f16;
     k->gemm[LLAMBDA_TYPE_BF16] = gemm_bf16;
