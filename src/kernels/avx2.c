@@ -574,11 +574,15 @@ static void dot_q4_0(int64_t n, float *s, const void *w, const void *x) {
 static inline __m256i bytes_from_bits(const uint8_t *p) {
     uint32_t x;
     memcpy(&x, p, 4);
+#ifdef LL_AVX512   /* a byte mask */
+    return _mm256_movm_epi8(_cvtu32_mask32(x));
+#else
     const __m256i which = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
                                            2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
     const __m256i bit = _mm256_set1_epi64x(0x8040201008040201ll);
     __m256i rep = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x), which);
     return _mm256_cmpeq_epi8(_mm256_and_si256(rep, bit), bit);
+#endif
 }
 
 /* The 32 signed quants of block i of a Q8_0 or Q5_0 row whose blocks are bs bytes apart
@@ -2597,7 +2601,11 @@ static inline __attribute__((always_inline)) void q5_0_packed_tile(int64_t n, fl
             #pragma GCC unroll 2
             for (int hf = 0; hf < 2; hf++) {
                 int m = k + 4 * hf;
+#ifdef LL_AVX512   /* the fifth bits as a byte mask: + 16 where set */
+                __m256i u = _mm256_mask_add_epi8(nib[hf], _cvtu32_mask32(p->qh[m]), nib[hf], b16);
+#else
                 __m256i u = _mm256_or_si256(nib[hf], _mm256_and_si256(bytes_from_bits((const uint8_t *)&p->qh[m]), b16));
+#endif
                 for (int t = 0; t < T; t++) {
                     int32_t yq;
                     memcpy(&yq, y[t]->qs + 4 * m, 4);
