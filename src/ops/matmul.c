@@ -83,13 +83,16 @@ static void matmul_tile(const matmul_job *j, int64_t r0, int64_t r1, int t0, int
  * cache while the rows stream past. */
 typedef struct { int64_t n_tiles, grab, n_rb, n_items; int chunk; } job_items;
 
-static job_items items_of(const matmul_job *j, int nth) {
+static job_items items_of(const matmul_job *j, int nth, int64_t set_tiles) {
     job_items it;
     it.n_tiles = (j->w->rows + ROW_TILE - 1) / ROW_TILE;
     it.grab = j->n_tok == 1 ? TILES_PER_GRAB : PREFILL_TILES;
-    /* tall matrices: about 8 grabs per thread, enough to even out, few enough to be cheap
-     * (16 measured ~5% slower at one token: each grab is an atomic on a shared line) */
-    if (j->n_tok == 1 && it.n_tiles / (8 * nth) > it.grab) it.grab = it.n_tiles / (8 * nth);
+    /* decode: about 8 grabs per thread over the whole set, enough to even out, few enough
+     * to be cheap (16 measured ~5% slower at one token: each grab is an atomic on a shared
+     * line) and long enough to stream: a set of many small matrices (a token's experts)
+     * takes each in one or a few pieces rather than 37 KB runs that each start cold */
+    if (j->n_tok == 1 && set_tiles / (8 * nth) > it.grab) it.grab = set_tiles / (8 * nth);
+    if (it.grab > it.n_tiles) it.grab = it.n_tiles;
     it.n_rb = (it.n_tiles + it.grab - 1) / it.grab;
     it.chunk = j->gemm ? GEMM_TOK_CHUNK : TOK_CHUNK;
     it.n_items = it.n_rb * (((int64_t)j->n_tok + it.chunk - 1) / it.chunk);
@@ -122,7 +125,9 @@ static void matmul_task(void *arg, int ith, int nth) {
     matmul_set *s = arg;
     job_items its[MAX_JOBS];
     int64_t end[MAX_JOBS], total = 0;
-    for (int k = 0; k < s->n; k++) { its[k] = items_of(&s->jobs[k], nth); end[k] = total += its[k].n_items; }
+    int64_t set_tiles = 0;
+    for (int k = 0; k < s->n; k++) set_tiles += (s->jobs[k].w->rows + ROW_TILE - 1) / ROW_TILE;
+    for (int k = 0; k < s->n; k++) { its[k] = items_of(&s->jobs[k], nth, set_tiles); end[k] = total += its[k].n_items; }
     int k = 0;
     for (;;) {
         int64_t item = atomic_fetch_add_explicit(&s->next_item, 1, memory_order_relaxed);
