@@ -108,7 +108,7 @@ void llambda_reasoning_feed(llambda_reasoning_split *s, const char *text, int le
     int n = s->n_hold + len;
     if (n > (int)sizeof local && !(buf = malloc((size_t)n))) return;
     memcpy(buf, s->hold, (size_t)s->n_hold);
-    memcpy(buf + s->n_hold, text, (size_t)len);
+    if (len > 0) memcpy(buf + s->n_hold, text, (size_t)len);   /* text may be NULL at the final flush */
     s->n_hold = 0;
     int i = 0;
     while (i < n) {
