@@ -145,7 +145,7 @@ llambda_status llambda_context_create(llambda_model *m, const llambda_context_pa
     }
     c->scores_stride = (size_t)hd * 5 / 2 + 16;  /* f16 queries of up to 4 heads and an accumulator */
     if (!fail) c->scores = xcalloc((size_t)ll_pool_size(c->pool) * c->scores_stride, 4, &fail);
-    c->gemm_scratch_stride = (ll_gemm_scratch_bytes(qrow) + 63) & ~(size_t)63;
+    c->gemm_scratch_stride = ll_gemm_scratch_bytes(qrow);
     if (!fail) c->gemm_scratch = xcalloc((size_t)ll_pool_size(c->pool), c->gemm_scratch_stride, &fail);
     if (!fail && ll_sampler_init(&c->smp, h->n_vocab, &p.sampling)) fail = 1;
     if (fail) { llambda_context_free(c); return ll_error(LLAMBDA_ERR_NOMEM, "context: out of memory (n_ctx %d)", n_ctx); }
@@ -297,7 +297,7 @@ llambda_status llambda_bench_projection(llambda_model *m, const char *tensor, co
     c.qbuf_row = (size_t)t->ne[0] * 4 + 512;
     c.n_batch = n_tok;
     c.qbuf = malloc((size_t)n_tok * c.qbuf_row);
-    c.gemm_scratch_stride = (ll_gemm_scratch_bytes(t->ne[0]) + 63) & ~(size_t)63;
+    c.gemm_scratch_stride = ll_gemm_scratch_bytes(t->ne[0]);
     c.gemm_scratch = c.pool ? malloc((size_t)ll_pool_size(c.pool) * c.gemm_scratch_stride) : NULL;
     size_t ny = (size_t)n_tok * (size_t)t->ne[1];
     float *x = malloc((size_t)n_tok * (size_t)t->ne[0] * 4), *y = malloc(ny * 4), *ycpu = malloc(ny * 4);

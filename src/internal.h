@@ -131,8 +131,8 @@ typedef void (*ll_dot_packed_fn)(int64_t n, float *out, size_t out_stride, const
 
 /* Activation formats beyond the weight types: values rounded to f16 (bf16) exactly as
  * llama.cpp rounds the activations it multiplies F16 (BF16) weights with, held as f32, so
- * a kernel never widens them again (one conversion per token, not one per tile). */
-/* The _PASS formats are the same rounded values kept as f16 (bf16) and ordered for the
+ * a kernel never widens them again (one conversion per token, not one per tile). The
+ * _PASS formats are the same rounded values kept as f16 (bf16) and ordered for the
  * prompt kernels: vec_dot sums each of its accumulators (four of 16 lanes over 64-element
  * steps for F16, two over 32 for BF16) in a pass of its own, so the elements of one pass
  * are stored together (ll_pass_index), the tail past the last whole step in place. */
@@ -155,6 +155,8 @@ static inline int64_t ll_pass_index(int64_t k, int64_t n, int n_pass) {
 typedef void (*ll_gemm_fn)(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, int n_rows,
                            const void *x, size_t x_stride, int n_tok, void *scratch);
 #define LL_GEMM_ROWS 6   /* weight rows a prompt kernel reorders into its scratch at a time */
+/* rows of n elements rounded up to 32 (so the bytes are a multiple of 64, and slices of a
+ * per-thread array stay cache-line apart), plus room to align the start */
 static inline size_t ll_gemm_scratch_bytes(int64_t n) { return (size_t)LL_GEMM_ROWS * (size_t)((n + 31) & ~(int64_t)31) * 2 + 64; }
 
 typedef struct ll_compute_traits {

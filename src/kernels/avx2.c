@@ -165,6 +165,9 @@ static inline __m512 load_bf16x16(const uint16_t *p) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
 }
 
+/* sixteen f16 values widened to f32 */
+static inline __m512 load_f16x16(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
+
 /* dot_bf16's reduction of one 16-lane accumulator held in a 512-bit register */
 static inline float reduce16_zmm(__m512 a) {
     return hsum8(_mm256_add_ps(_mm512_castps512_ps256(a), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))));
@@ -210,8 +213,7 @@ static void dot_f16(int64_t n, float *s, const void *w, const void *x) {
         _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD, _MM_HINT_T0);
         _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD + 64, _MM_HINT_T0);
         for (int j = 0; j < 4; j++)
-            acc[j] = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a + i + 16 * j))),
-                                     _mm512_loadu_ps(b + i + 16 * j), acc[j]);
+            acc[j] = _mm512_fmadd_ps(load_f16x16(a + i + 16 * j), _mm512_loadu_ps(b + i + 16 * j), acc[j]);
     }
     double sum = reduce_4x16_zmm(acc);
 #else
@@ -255,7 +257,7 @@ static void dot_f16_x8(int64_t n, float *out, const void *w, size_t stride, cons
                 __m512 y = _mm512_loadu_ps(b + i + 16 * j);
                 #pragma GCC unroll 4
                 for (int r = 0; r < 4; r++)
-                    c[r][j] = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a[r] + i + 16 * j))), y, c[r][j]);
+                    c[r][j] = _mm512_fmadd_ps(load_f16x16(a[r] + i + 16 * j), y, c[r][j]);
             }
         }
         for (int r = 0; r < 4; r++) {
@@ -282,45 +284,30 @@ static void round_row_f16(const float *x, void *y, int64_t n) {
 
 #ifdef LL_AVX512
 /* Prompt products of F32 weights against f32 activations: every (row, token) keeps the
- * single-row kernel's accumulators (four of 16 lanes over 64-element steps; the code also
- * takes F16 and BF16 rows, whose prompts now run in pass order below), its reduction and
- * its tail, so the bits of vec_dot. Each accumulator sums its own elements in order, so they are made one after
- * another: with one live accumulator per pair, four rows x six tokens fill the registers
- * and each weight vector, widened once, feeds six fused multiply-adds. Tokens are the
- * outer loop: a group's activations stay in cache while the rows stream past. */
+ * single-row kernel's accumulators (four of 16 lanes over 64-element steps), its reduction
+ * and its tail, so the bits of vec_dot. Each accumulator sums its own elements in order,
+ * so they are made one after another: with one live accumulator per pair, four rows x six
+ * tokens fill the registers and each weight vector feeds six fused multiply-adds. Tokens
+ * are the outer loop: a group's activations stay in cache while the rows stream past. */
 #define GEMM_R 4
 #define GEMM_T 6
 
-static inline __m512 load_w16(int wt, const void *row, int64_t i) {
-    if (wt == LLAMBDA_TYPE_F32) return _mm512_loadu_ps((const float *)row + i);
-    if (wt == LLAMBDA_TYPE_F16) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)row + i)));
-    return load_bf16x16((const uint16_t *)row + i);
-}
-
-static inline float w_at(int wt, const void *row, int64_t k) {
-    if (wt == LLAMBDA_TYPE_F32) return ((const float *)row)[k];
-    if (wt == LLAMBDA_TYPE_F16) return LL_FP16(((const uint16_t *)row)[k]);
-    return ll_bf16_to_fp32(((const uint16_t *)row)[k]);
-}
-
-static inline __attribute__((always_inline)) void gemm_tile(int wt, int T, int64_t n, float *out, size_t out_stride,
+static inline __attribute__((always_inline)) void gemm_tile(int T, int64_t n, float *out, size_t out_stride,
                                                             const uint8_t *w, size_t stride, const uint8_t *x,
                                                             size_t x_stride) {
-    const int nacc = wt == LLAMBDA_TYPE_BF16 ? 2 : 4;
-    const int64_t nfull = n / (16 * nacc) * (16 * nacc);   /* elements in whole steps; the rest is the tail */
-    const void *a[GEMM_R];
-    const float *b[GEMM_T];
-    for (int r = 0; r < GEMM_R; r++) a[r] = w + (size_t)r * stride;
+    const int64_t nfull = n / 64 * 64;   /* elements in whole steps; the rest is the tail */
+    const float *a[GEMM_R], *b[GEMM_T];
+    for (int r = 0; r < GEMM_R; r++) a[r] = (const float *)(w + (size_t)r * stride);
     for (int t = 0; t < T; t++) b[t] = (const float *)(x + (size_t)t * x_stride);
     __m512 part[GEMM_R][GEMM_T][4];
-    for (int j = 0; j < nacc; j++) {
+    for (int j = 0; j < 4; j++) {
         __m512 acc[GEMM_R][GEMM_T];
         for (int r = 0; r < GEMM_R; r++)
             for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
-        for (int64_t i = 16 * j; i < nfull; i += 16 * nacc) {
+        for (int64_t i = 16 * j; i < nfull; i += 64) {
             __m512 wv[GEMM_R];
             #pragma GCC unroll 4
-            for (int r = 0; r < GEMM_R; r++) wv[r] = load_w16(wt, a[r], i);
+            for (int r = 0; r < GEMM_R; r++) wv[r] = _mm512_loadu_ps(a[r] + i);
             #pragma GCC unroll 6
             for (int t = 0; t < T; t++) {
                 __m512 xv = _mm512_loadu_ps(b[t] + i);
@@ -333,16 +320,15 @@ static inline __attribute__((always_inline)) void gemm_tile(int wt, int T, int64
     }
     for (int r = 0; r < GEMM_R; r++)
         for (int t = 0; t < T; t++) {
-            double sum = nacc == 4 ? (double)reduce_4x16_zmm(part[r][t])
-                                   : (double)reduce16_zmm(part[r][t][0]) + (double)reduce16_zmm(part[r][t][1]);
-            for (int64_t k = nfull; k < n; k++) sum += (double)(w_at(wt, a[r], k) * b[t][k]);
+            double sum = reduce_4x16_zmm(part[r][t]);
+            for (int64_t k = nfull; k < n; k++) sum += (double)(a[r][k] * b[t][k]);
             out[(size_t)t * out_stride + (size_t)r] = (float)sum;
         }
 }
 
-static inline __attribute__((always_inline)) void gemm_float(int wt, ll_vec_dot_fn dot, int64_t n, float *out,
-                                                             size_t out_stride, const void *w, size_t stride, int n_rows,
-                                                             const void *x, size_t x_stride, int n_tok) {
+static void gemm_f32(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, int n_rows, const void *x,
+                     size_t x_stride, int n_tok, void *scratch) {
+    (void)scratch;
     const uint8_t *wb = w, *xb = x;
     int rfull = n_rows / GEMM_R * GEMM_R;
     for (int r0 = 0; r0 < rfull; r0 += GEMM_R) {
@@ -351,24 +337,18 @@ static inline __attribute__((always_inline)) void gemm_float(int wt, ll_vec_dot_
             const uint8_t *xt = xb + (size_t)t0 * x_stride;
             float *o = out + (size_t)t0 * out_stride + (size_t)r0;
             switch (n_tok - t0) {   /* the token count as a constant, so the tile stays in registers */
-            case 1: gemm_tile(wt, 1, n, o, out_stride, wr, stride, xt, x_stride); break;
-            case 2: gemm_tile(wt, 2, n, o, out_stride, wr, stride, xt, x_stride); break;
-            case 3: gemm_tile(wt, 3, n, o, out_stride, wr, stride, xt, x_stride); break;
-            case 4: gemm_tile(wt, 4, n, o, out_stride, wr, stride, xt, x_stride); break;
-            case 5: gemm_tile(wt, 5, n, o, out_stride, wr, stride, xt, x_stride); break;
-            default: gemm_tile(wt, 6, n, o, out_stride, wr, stride, xt, x_stride); break;
+            case 1: gemm_tile(1, n, o, out_stride, wr, stride, xt, x_stride); break;
+            case 2: gemm_tile(2, n, o, out_stride, wr, stride, xt, x_stride); break;
+            case 3: gemm_tile(3, n, o, out_stride, wr, stride, xt, x_stride); break;
+            case 4: gemm_tile(4, n, o, out_stride, wr, stride, xt, x_stride); break;
+            case 5: gemm_tile(5, n, o, out_stride, wr, stride, xt, x_stride); break;
+            default: gemm_tile(6, n, o, out_stride, wr, stride, xt, x_stride); break;
             }
         }
     }
     for (int r = rfull; r < n_rows; r++)   /* rows past the last whole group: one element at a time */
         for (int t = 0; t < n_tok; t++)
-            dot(n, &out[(size_t)t * out_stride + (size_t)r], wb + (size_t)r * stride, xb + (size_t)t * x_stride);
-}
-
-static void gemm_f32(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, int n_rows, const void *x,
-                     size_t x_stride, int n_tok, void *scratch) {
-    (void)scratch;
-    gemm_float(LLAMBDA_TYPE_F32, dot_f32, n, out, out_stride, w, stride, n_rows, x, x_stride, n_tok);
+            dot_f32(n, &out[(size_t)t * out_stride + (size_t)r], wb + (size_t)r * stride, xb + (size_t)t * x_stride);
 }
 
 /* F16 and BF16 prompts in pass order. Strided passes (above) leave the weight stream to
@@ -382,10 +362,9 @@ static void gemm_f32(int64_t n, float *out, size_t out_stride, const void *w, si
  * made 107-135). */
 #define PASS_T 4
 
-static inline __m512 widen16(int wt, const uint16_t *p) {
-    if (wt == LLAMBDA_TYPE_F16) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
-    return load_bf16x16(p);
-}
+/* sixteen F16 or BF16 values widened, and one */
+static inline __m512 widen16(int wt, const uint16_t *p) { return wt == LLAMBDA_TYPE_F16 ? load_f16x16(p) : load_bf16x16(p); }
+static inline float value16(int wt, uint16_t h) { return wt == LLAMBDA_TYPE_F16 ? LL_FP16(h) : ll_bf16_to_fp32(h); }
 
 /* f32 -> f16 in pass order; a group holding a NaN goes through the scalar conversion,
  * as round_row_f16 does */
@@ -458,7 +437,7 @@ static inline __attribute__((always_inline)) void pass_tile(int wt, int R, int T
         for (int t = 0; t < T; t++) {
             double sum = n_pass == 4 ? (double)reduce_4x16_zmm(part[r][t])
                                      : (double)reduce16_zmm(part[r][t][0]) + (double)reduce16_zmm(part[r][t][1]);
-            for (int64_t k = full; k < n; k++) sum += (double)(w_at(wt, w + (size_t)r * ws, k) * w_at(wt, b[t], k));
+            for (int64_t k = full; k < n; k++) sum += (double)(value16(wt, w[(size_t)r * ws + (size_t)k]) * value16(wt, b[t][k]));
             out[(size_t)t * out_stride + (size_t)r] = (float)sum;
         }
 }
@@ -2870,7 +2849,7 @@ static inline __attribute__((always_inline)) void att_accumulate_zmm(float *accf
         }
         #pragma GCC unroll 16
         for (int b = 0; b < nz; b++) {
-            __m512 vv = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(v + 16 * b)));
+            __m512 vv = load_f16x16(v + 16 * b);
             #pragma GCC unroll 4
             for (int h = 0; h < HP; h++)
                 acc[h][b] = _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_fmadd_ps(vv, _mm512_set1_ps(vs[h * ATT_CHUNK + j]), acc[h][b]),
@@ -2924,7 +2903,7 @@ static void attend_f16(const uint16_t *q16, const uint16_t *K, const uint16_t *V
 #ifdef LL_AVX512
             if (D % 64 == 0) {
                 __m512 kz[32];
-                for (int b = 0; b < D / 16; b++) kz[b] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(kk + 16 * b)));
+                for (int b = 0; b < D / 16; b++) kz[b] = load_f16x16(kk + 16 * b);
                 for (int h = 0; h < nh; h++) sc[h][j] = dot_qk_zmm(qf[h], kz, D / 16) * scale;
                 continue;
             }
