@@ -451,7 +451,8 @@ int main(void) {
         if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) {
             ll_kernels k512 = scalar;
             ll_kernels_avx512(&k512);
-            CHECK(k512.dot_packed2[LLAMBDA_TYPE_Q4_K] && k512.dot_packed2[LLAMBDA_TYPE_Q6_K], "no 16-row AVX-512 tiles");
+            CHECK(k512.dot_packed2[LLAMBDA_TYPE_Q4_K], "Q4_K has no 16-row AVX-512 tile");
+            CHECK(k512.pack_x8[LLAMBDA_TYPE_Q6_K] && k512.dot_packed[LLAMBDA_TYPE_Q6_K], "Q6_K has no AVX-512 repacked kernel");
             CHECK(k512.pack_x8[LLAMBDA_TYPE_Q5_K] && k512.dot_packed[LLAMBDA_TYPE_Q5_K], "Q5_K has no repacked VNNI kernel");
             CHECK(k512.dot_packed2[LLAMBDA_TYPE_IQ4_XS], "IQ4_XS has no 16-row AVX-512 tile");
             for (int t = 0; t < 3; t++) {

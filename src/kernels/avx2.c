@@ -1677,6 +1677,7 @@ static void dot_q6_K_x8_t4(int64_t n, float *out, size_t out_stride, const void 
     }
 }
 
+#ifndef LL_AVX512   /* AVX-512 has its own Q6_K layout, below */
 /* Q6_K repacked: eight rows interleaved four bytes at a time, as for Q4_K. A step (half h,
  * k = 0..7) loads ql[64h+4k..], ql[64h+32+4k..] and qh[32h+4k..] of the eight rows: four
  * vectors v = 0..3 of quants 128h+32v+4k.. , four per row. In dot_q6_K those four quants
@@ -1731,21 +1732,6 @@ static inline __attribute__((always_inline)) void q6_K_packed_tile(int64_t n, fl
             y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
             d[t] = _mm256_mul_ps(_mm256_set1_ps(y[t]->d), xd);
         }
-#ifdef LL_AVX512
-        /* VNNI: each group's four products and its -32·(sum of the four y) in one dpbusd
-         * (int32, within int16 range), two groups' sums paired into int16 halves, and one
-         * dpwssd with the two groups' row scales: three multiplies per two groups instead
-         * of four; the same integers reach each lane. */
-        int32_t nofs[4][8][8];   /* [token][group][lane]: -32·(y[4k] + .. + y[4k+3]) */
-        __m256i scp[4][2];       /* [group pair][sub-block half]: rows' (scale of 2P, of 2P+1) */
-        #pragma GCC unroll 4
-        for (int t = 0; t < T; t++)
-            for (int g = 0; g < 8; g++) _mm256_storeu_si256((__m256i *)nofs[t][g], dot_start(32, y[t]->qs + 32 * g));
-        for (int P = 0; P < 4; P++)
-            for (int h2 = 0; h2 < 2; h2++)
-                scp[P][h2] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)p->sc[4 * P + h2]),
-                                                                    _mm_loadl_epi64((const __m128i *)p->sc[4 * P + 2 + h2])));
-#else
         const __m256i m32 = _mm256_set1_epi8(32);
         __m256i ofs[4][8];   /* 32·y pair sums of each token, by 32-quant group */
         __m256i sc[16];      /* each sub-block's row scales as int16 pairs (s, s) */
@@ -1754,7 +1740,6 @@ static inline __attribute__((always_inline)) void q6_K_packed_tile(int64_t n, fl
             for (int g = 0; g < 8; g++) ofs[t][g] = mul_u8_i8_pairs(m32, _mm256_loadu_si256((const __m256i *)(y[t]->qs + 32 * g)));
         for (int s = 0; s < 16; s++)
             sc[s] = scale_pairs_i8(p->sc[s]);
-#endif
         #pragma GCC unroll 8
         for (int k = 0; k < 8; k++) {
             #pragma GCC unroll 4
@@ -1769,34 +1754,11 @@ static inline __attribute__((always_inline)) void q6_K_packed_tile(int64_t n, fl
                 __m256i B = _mm256_loadu_si256((const __m256i *)p->ql[h][k][1]);
                 __m256i H = _mm256_loadu_si256((const __m256i *)p->qh[h][k]);
                 __m256i v[4];
-#ifdef LL_AVX512   /* low | (high & 0x30) in one ternary-logic op */
-                v[0] = _mm256_ternarylogic_epi32(_mm256_and_si256(A, m4), _mm256_slli_epi16(H, 4), m30, 0xF8);
-                v[1] = _mm256_ternarylogic_epi32(_mm256_and_si256(B, m4), _mm256_slli_epi16(H, 2), m30, 0xF8);
-                v[2] = _mm256_ternarylogic_epi32(_mm256_and_si256(_mm256_srli_epi16(A, 4), m4), H, m30, 0xF8);
-                v[3] = _mm256_ternarylogic_epi32(_mm256_and_si256(_mm256_srli_epi16(B, 4), m4), _mm256_srli_epi16(H, 2), m30, 0xF8);
-#else
                 v[0] = _mm256_or_si256(_mm256_and_si256(A, m4), _mm256_and_si256(_mm256_slli_epi16(H, 4), m30));
                 v[1] = _mm256_or_si256(_mm256_and_si256(B, m4), _mm256_and_si256(_mm256_slli_epi16(H, 2), m30));
                 v[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(A, 4), m4), _mm256_and_si256(H, m30));
                 v[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(B, 4), m4),
                                        _mm256_and_si256(_mm256_srli_epi16(H, 2), m30));
-#endif
-#ifdef LL_AVX512
-                #pragma GCC unroll 2
-                for (int jp = 0; jp < 2; jp++) {
-                    int g = 4 * h + 2 * jp;
-                    #pragma GCC unroll 4
-                    for (int t = 0; t < T; t++) {
-                        int32_t y0, y1;
-                        memcpy(&y0, y[t]->qs + 32 * g + 4 * k, 4);
-                        memcpy(&y1, y[t]->qs + 32 * (g + 1) + 4 * k, 4);
-                        __m256i d0 = _mm256_dpbusd_epi32(_mm256_set1_epi32(nofs[t][g][k]), v[2 * jp], _mm256_set1_epi32(y0));
-                        __m256i d1 = _mm256_dpbusd_epi32(_mm256_set1_epi32(nofs[t][g + 1][k]), v[2 * jp + 1], _mm256_set1_epi32(y1));
-                        __m256i pr = _mm256_ternarylogic_epi32(d0, _mm256_slli_epi32(d1, 16), _mm256_set1_epi32(0xFFFF), 0xE4);
-                        lane[t] = _mm256_dpwssd_epi32(lane[t], pr, scp[2 * h + jp][k / 4]);
-                    }
-                }
-#else
                 #pragma GCC unroll 4
                 for (int j = 0; j < 4; j++) {
                     int g = 4 * h + j;
@@ -1809,7 +1771,6 @@ static inline __attribute__((always_inline)) void q6_K_packed_tile(int64_t n, fl
                         lane[t] = ACC_MADD16(lane[t], pr, sc[2 * g + k / 4]);
                     }
                 }
-#endif
             }
             #pragma GCC unroll 4
             for (int t = 0; t < T; t++) acc[t][k] = _mm256_fmadd_ps(d[t], _mm256_cvtepi32_ps(lane[t]), acc[t][k]);
@@ -1831,6 +1792,120 @@ static void dot_q6_K_packed(int64_t n, float *out, size_t out_stride, const void
     for (; t < n_tok; t++)
         q6_K_packed_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 1);
 }
+#endif
+
+#ifdef LL_AVX512
+/* Q6_K for 512-bit registers: the eight rows of a tile block by block, each row's quants
+ * in their stored order (ql, qh, scales and d of a block gathered by field so the 64-byte
+ * loads start on even offsets). A row is then worked like dot_q6_K, two 32-quant groups a
+ * register: ql[64h..64h+63] is groups 4h and 4h+1 in its low nibbles and 4h+2, 4h+3 in its
+ * high ones, qh[32h..] gives both halves their top bits (shifted by 4 and 2, or 0 and 2),
+ * and the activations of two groups are one 64-byte load: no broadcasts. Each lane's sum
+ * Σ (q - 32)·y over four quants comes from one dpbusd (the -32·Σy start precomputed per
+ * block and token), two groups' sums are paired into int16 halves (groups 4h/4h+2 in the
+ * low 256 bits, 4h+1/4h+3 in the high), one dpwssd multiplies them by their sub-block
+ * scales, and the two halves added give dot_q6_K's lane integers exactly; its float steps
+ * follow. The blocks of a tile stream in order, one read of each byte. */
+typedef struct {
+    uint8_t ql[8][QK_K / 2];      /* [row] */
+    uint8_t qh[8][QK_K / 4];      /* [row] */
+    int8_t sc[8][QK_K / 16];      /* [row] */
+    uint16_t d[8];                /* [row] */
+} block_q6_K_r8;
+
+static size_t pack_q6_K_r8(int64_t n, const void *w, size_t stride, void *dst) {
+    int64_t nb = n / QK_K;
+    if (dst)
+        for (int64_t i = 0; i < nb; i++) {
+            block_q6_K_r8 *p = (block_q6_K_r8 *)dst + i;
+            for (int r = 0; r < 8; r++) {
+                const block_q6_K *a = (const block_q6_K *)((const uint8_t *)w + (size_t)r * stride) + i;
+                memcpy(p->ql[r], a->ql, sizeof a->ql);
+                memcpy(p->qh[r], a->qh, sizeof a->qh);
+                memcpy(p->sc[r], a->scales, sizeof a->scales);
+                p->d[r] = a->d;
+            }
+        }
+    return (size_t)nb * sizeof(block_q6_K_r8);
+}
+
+static inline __attribute__((always_inline)) void q6_K_r8_tile(int64_t n, float *out, size_t out_stride,
+                                                               const block_q6_K_r8 *p, const void *x, size_t x_stride,
+                                                               const int T) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30), lo16 = _mm512_set1_epi32(0xFFFF);
+    const __m512i up42 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);   /* qh shifts, groups 4h | 4h+1 */
+    const __m512i dn02 = _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1);   /* and 4h+2 | 4h+3 */
+    /* scale words by lane: low half lane m pairs sub-blocks (8h + m/4, 8h+4 + m/4), high half
+     * (8h+2 + m/4, 8h+6 + m/4); half h takes words 8h.. of the row's 16 scales */
+    __m512i sidx[2];
+    for (int h = 0; h < 2; h++) {
+        int16_t ix[32];
+        for (int l = 0; l < 16; l++) {
+            int sub = 8 * h + (l < 8 ? 0 : 2) + (l % 8) / 4;
+            ix[2 * l] = (int16_t)sub;
+            ix[2 * l + 1] = (int16_t)(sub + 4);
+        }
+        sidx[h] = _mm512_loadu_si512(ix);
+    }
+    __m256 acc[2][8];
+    #pragma GCC unroll 2
+    for (int t = 0; t < T; t++)
+        for (int r = 0; r < 8; r++) acc[t][r] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++, p++) {
+        const block_q8_K *y[2];
+        __m256 d[2];
+        __m512i nofs[2][4];   /* [token][half, pair]: -32·Σy of four, groups (4h, 4h+1) or (4h+2, 4h+3) */
+        const __m256 xd = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d));
+        #pragma GCC unroll 2
+        for (int t = 0; t < T; t++) {
+            y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
+            d[t] = _mm256_mul_ps(_mm256_set1_ps(y[t]->d), xd);
+            for (int q = 0; q < 4; q++)
+                nofs[t][q] = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                              _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(32), _mm512_loadu_si512(y[t]->qs + 64 * q)));
+        }
+        #pragma GCC unroll 8
+        for (int r = 0; r < 8; r++) {
+            #pragma GCC unroll 4
+            for (int l = 0; l < 4; l++)   /* the 1680-byte block: 27 lines over the rows */
+                if (4 * r + l < 27) _mm_prefetch((const char *)p + PREFETCH_AHEAD + 64 * (4 * r + l), _MM_HINT_T0);
+            const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p->sc[r]));
+            __m512i lane[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+            #pragma GCC unroll 2
+            for (int h = 0; h < 2; h++) {
+                __m512i L = _mm512_loadu_si512(p->ql[r] + 64 * h);
+                __m512i H = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(p->qh[r] + 32 * h)));
+                __m512i v01 = _mm512_ternarylogic_epi32(_mm512_and_si512(L, m4), _mm512_sllv_epi16(H, up42), m30, 0xF8);
+                __m512i v23 = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(L, 4), m4), _mm512_srlv_epi16(H, dn02), m30, 0xF8);
+                __m512i scp = _mm512_permutexvar_epi16(sidx[h], _mm512_castsi256_si512(s16));
+                #pragma GCC unroll 2
+                for (int t = 0; t < T; t++) {
+                    __m512i d01 = _mm512_dpbusd_epi32(nofs[t][2 * h], v01, _mm512_loadu_si512(y[t]->qs + 128 * h));
+                    __m512i d23 = _mm512_dpbusd_epi32(nofs[t][2 * h + 1], v23, _mm512_loadu_si512(y[t]->qs + 128 * h + 64));
+                    __m512i pr = _mm512_ternarylogic_epi32(d01, _mm512_slli_epi32(d23, 16), lo16, 0xE4);
+                    lane[t] = _mm512_dpwssd_epi32(lane[t], pr, scp);
+                }
+            }
+            #pragma GCC unroll 2
+            for (int t = 0; t < T; t++) {
+                __m256i sumi = _mm256_add_epi32(_mm512_castsi512_si256(lane[t]), _mm512_extracti64x4_epi64(lane[t], 1));
+                acc[t][r] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(d[t], _mm256_set1_epi32(r)), _mm256_cvtepi32_ps(sumi), acc[t][r]);
+            }
+        }
+    }
+    #pragma GCC unroll 2
+    for (int t = 0; t < T; t++)
+        for (int r = 0; r < 8; r++) out[(size_t)t * out_stride + r] = hsum8(acc[t][r]);
+}
+
+static void dot_q6_K_r8(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride, int n_tok) {
+    int t = 0;
+    for (; t + 2 <= n_tok; t += 2)
+        q6_K_r8_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 2);
+    for (; t < n_tok; t++)
+        q6_K_r8_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 1);
+}
+#endif
 
 #ifdef LL_AVX512
 /* Two adjacent packed tiles (rows 0-7 in the first, 8-15 in the next, n/QK_K blocks later)
@@ -1997,88 +2072,6 @@ static void dot_iq4_xs_packed2(int64_t n, float *out, size_t out_stride, const v
     case 2: iq4_xs_packed_tile16(n, out, out_stride, tile, x, x_stride, 2); break;
     default: iq4_xs_packed_tile16(n, out, out_stride, tile, x, x_stride, 1); break;
     }
-}
-
-static inline __attribute__((always_inline)) void q6_K_packed_tile16(int64_t n, float *out, size_t out_stride,
-                                                                     const block_q6_K_x8 *pa, const void *x,
-                                                                     size_t x_stride, const int T) {
-    const block_q6_K_x8 *pb = pa + n / QK_K;
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
-    __m512 acc[2][8];
-    #pragma GCC unroll 2
-    for (int t = 0; t < T; t++)
-        for (int k = 0; k < 8; k++) acc[t][k] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < n / QK_K; i++, pa++, pb++) {
-        const block_q8_K *y[2];
-        int32_t nofs[2][8][8];   /* as in q6_K_packed_tile: -32·(sum of four y) by token, group, lane */
-        __m512i scp[4][2];       /* rows' (scale of group 2P, of 2P+1), sub-block half; rows 8-15 from pb */
-        __m512 d[2];
-        __m512 xd = load_pair_f16(pa->d, pb->d);
-        #pragma GCC unroll 2
-        for (int t = 0; t < T; t++) {
-            y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
-            for (int g = 0; g < 8; g++) _mm256_storeu_si256((__m256i *)nofs[t][g], dot_start(32, y[t]->qs + 32 * g));
-            d[t] = _mm512_mul_ps(_mm512_set1_ps(y[t]->d), xd);
-        }
-        for (int P = 0; P < 4; P++)
-            for (int h2 = 0; h2 < 2; h2++) {
-                __m128i a2 = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)pa->sc[4 * P + h2]),
-                                               _mm_loadl_epi64((const __m128i *)pa->sc[4 * P + 2 + h2]));
-                __m128i b2 = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)pb->sc[4 * P + h2]),
-                                               _mm_loadl_epi64((const __m128i *)pb->sc[4 * P + 2 + h2]));
-                scp[P][h2] = _mm512_cvtepi8_epi16(_mm256_inserti128_si256(_mm256_castsi128_si256(a2), b2, 1));
-            }
-        #pragma GCC unroll 8
-        for (int k = 0; k < 8; k++) {
-            #pragma GCC unroll 4
-            for (int l = 0; l < 4; l++) prefetch_pair(pa, pb, 4 * k + l);
-            __m512i lane[2];
-            #pragma GCC unroll 2
-            for (int t = 0; t < T; t++) lane[t] = _mm512_setzero_si512();
-            #pragma GCC unroll 2
-            for (int h = 0; h < 2; h++) {
-                __m512i A = load_pair(pa->ql[h][k][0], pb->ql[h][k][0]);
-                __m512i B = load_pair(pa->ql[h][k][1], pb->ql[h][k][1]);
-                __m512i H = load_pair(pa->qh[h][k], pb->qh[h][k]);
-                __m512i v[4];
-                v[0] = _mm512_ternarylogic_epi32(_mm512_and_si512(A, m4), _mm512_slli_epi16(H, 4), m30, 0xF8);
-                v[1] = _mm512_ternarylogic_epi32(_mm512_and_si512(B, m4), _mm512_slli_epi16(H, 2), m30, 0xF8);
-                v[2] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(A, 4), m4), H, m30, 0xF8);
-                v[3] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(B, 4), m4), _mm512_srli_epi16(H, 2), m30, 0xF8);
-                #pragma GCC unroll 2
-                for (int jp = 0; jp < 2; jp++) {   /* two groups per dpwssd, as in q6_K_packed_tile */
-                    int g = 4 * h + 2 * jp;
-                    #pragma GCC unroll 2
-                    for (int t = 0; t < T; t++) {
-                        int32_t y0, y1;
-                        memcpy(&y0, y[t]->qs + 32 * g + 4 * k, 4);
-                        memcpy(&y1, y[t]->qs + 32 * (g + 1) + 4 * k, 4);
-                        __m512i d0 = _mm512_dpbusd_epi32(_mm512_set1_epi32(nofs[t][g][k]), v[2 * jp], _mm512_set1_epi32(y0));
-                        __m512i d1 = _mm512_dpbusd_epi32(_mm512_set1_epi32(nofs[t][g + 1][k]), v[2 * jp + 1], _mm512_set1_epi32(y1));
-                        __m512i pr = _mm512_ternarylogic_epi32(d0, _mm512_slli_epi32(d1, 16), _mm512_set1_epi32(0xFFFF), 0xE4);
-                        lane[t] = _mm512_dpwssd_epi32(lane[t], pr, scp[2 * h + jp][k / 4]);
-                    }
-                }
-            }
-            #pragma GCC unroll 2
-            for (int t = 0; t < T; t++) acc[t][k] = _mm512_fmadd_ps(d[t], _mm512_cvtepi32_ps(lane[t]), acc[t][k]);
-        }
-    }
-    #pragma GCC unroll 2
-    for (int t = 0; t < T; t++) {
-        __m512 r = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][4]), _mm512_add_ps(acc[t][2], acc[t][6])),
-                                 _mm512_add_ps(_mm512_add_ps(acc[t][1], acc[t][5]), _mm512_add_ps(acc[t][3], acc[t][7])));
-        _mm512_storeu_ps(out + (size_t)t * out_stride, r);
-    }
-}
-
-static void dot_q6_K_packed2(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
-                             int n_tok) {
-    int t = 0;
-    for (; t + 2 <= n_tok; t += 2)
-        q6_K_packed_tile16(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 2);
-    for (; t < n_tok; t++)
-        q6_K_packed_tile16(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 1);
 }
 #endif
 
@@ -3146,8 +3139,10 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q4_K] = dot_q4_K_x8_t4;
     k->pack_x8[LLAMBDA_TYPE_Q4_K] = pack_q4_K_x8;
     k->dot_packed[LLAMBDA_TYPE_Q4_K] = dot_q4_K_packed;
+#ifndef LL_AVX512
     k->pack_x8[LLAMBDA_TYPE_Q6_K] = pack_q6_K_x8;
     k->dot_packed[LLAMBDA_TYPE_Q6_K] = dot_q6_K_packed;
+#endif
     k->pack_x8[LLAMBDA_TYPE_Q8_0] = pack_q8_0_x8;
     k->dot_packed[LLAMBDA_TYPE_Q8_0] = dot_q8_0_packed;
     k->pack_x8[LLAMBDA_TYPE_Q4_0] = pack_q4_0_x8;
@@ -3158,9 +3153,10 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->vec_dot[LLAMBDA_TYPE_BF16] = dot_bf16;
 #ifdef LL_AVX512
     k->dot_packed2[LLAMBDA_TYPE_Q4_K] = dot_q4_K_packed2;
-    k->dot_packed2[LLAMBDA_TYPE_Q6_K] = dot_q6_K_packed2;
     k->dot_packed2[LLAMBDA_TYPE_Q4_0] = dot_q4_0_packed2;
     k->dot_packed2[LLAMBDA_TYPE_IQ4_XS] = dot_iq4_xs_packed2;
+    k->pack_x8[LLAMBDA_TYPE_Q6_K] = pack_q6_K_r8;
+    k->dot_packed[LLAMBDA_TYPE_Q6_K] = dot_q6_K_r8;
     k->pack_x8[LLAMBDA_TYPE_Q5_K] = pack_q5_K_x8;
     k->dot_packed[LLAMBDA_TYPE_Q5_K] = dot_q5_K_packed;
     k->vec_dot_x8[LLAMBDA_TYPE_BF16] = dot_bf16_x8;
