@@ -236,6 +236,7 @@ static inline float ll_exp_simd_inline(float x) {
     float u = b * b;
     float hi = fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f));
     float j = fmaf(hi, u, fmaf(0x1.ffffecp-1f, b, 1.0f));
+    if (n != n) return x;   /* NaN in, NaN out (and no float-to-int of a NaN below) */
     if (fabsf(n) > 192) return n > 0 ? INFINITY : 0.0f;
     if (fabsf(n) <= 126) {   /* 2^n is a normal float: the product is exact, as scalef */
         uint32_t bits = (uint32_t)((int)n + 127) << 23;

@@ -52,6 +52,12 @@ llambda_status ll_hp_u32(llambda_model *m, const char *suffix, int required, int
     return LLAMBDA_OK;
 }
 
+llambda_status ll_hp_width(llambda_model *m, const char *what, int64_t a, int64_t b) {
+    if (a < 1 || b < 1 || a > (1 << 30) || b > (1 << 30) || a * b > (1 << 30))
+        return ll_error(LLAMBDA_ERR_FORMAT, "%s: %s = %lld x %lld is out of range (1..2^30)", arch_of(m), what, (long long)a, (long long)b);
+    return LLAMBDA_OK;
+}
+
 llambda_status ll_hp_layers(llambda_model *m, const char *suffix, int required, int def, int *out) {
     char key[160];
     const llambda_gguf_value *v;
@@ -252,6 +258,8 @@ llambda_status ll_load_attention_hparams(llambda_model *m) {
     if (kl != vl || kl < 2 || kl % 2)
         return ll_error(LLAMBDA_ERR_UNSUPPORTED, "%s: key_length %d and value_length %d must be equal and even", arch_of(m), kl, vl);
     h->head_dim = kl;
+    if ((st = ll_hp_width(m, "head_count x key_length", h->n_head, kl)) ||
+        (st = ll_hp_width(m, "embedding_length x feed_forward_length", h->n_embd, h->n_ff > 0 ? h->n_ff : 1))) return st;
     if ((st = ll_hp_u32(m, "rope.dimension_count", 0, kl, &h->n_rot))) return st;
     if (h->n_rot != kl) return ll_error(LLAMBDA_ERR_FORMAT, "%s.rope.dimension_count = %d differs from the head size %d", arch_of(m), h->n_rot, kl);
     if ((st = ll_hp_f32(m, "attention.layer_norm_rms_epsilon", 1, 0, &h->eps)) ||

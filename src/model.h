@@ -137,6 +137,10 @@ llambda_status ll_hp_f32(llambda_model *m, const char *suffix, int required, flo
 /* ARCH.<suffix> as one int per layer: a scalar is copied to every layer; an array must
  * have exactly n_layer integer or bool entries. */
 llambda_status ll_hp_layers(llambda_model *m, const char *suffix, int required, int def, int *out);
+/* a x b as a width (of a projection, a state, a buffer row): an error naming `what` when
+ * it is not positive or too large to address (more than 2^30 elements), so hostile counts
+ * cannot overflow the int arithmetic of the forward passes. */
+llambda_status ll_hp_width(llambda_model *m, const char *what, int64_t a, int64_t b);
 /* Give a bound matrix the CPU kernels' repacked layout when they have one for its type
  * (within the model's memory budget; LLAMBDA_NO_REPACK=1 turns it off). */
 void ll_weight_repack(llambda_model *m, ll_weight *w);

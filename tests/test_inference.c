@@ -594,6 +594,7 @@ int main(void) {
     TEST("load errors: qwen3next head ratio that does not divide") expect_key_error("archs/qwen3next/models/tiny-qwen3next-Q8_0.gguf", "qwen3next.ssm.time_step_rank", 3, "not a multiple of 2 key heads");
     TEST("load errors: qwen3next without experts") expect_key_error("archs/qwen3next/models/tiny-qwen3next-Q8_0.gguf", "qwen3next.expert_count", 0, "cannot have zero experts");
     TEST("load errors: qwen3next misshaped ssm tensor") expect_key_error("archs/qwen3next/models/tiny-qwen3next-Q8_0.gguf", "qwen3next.ssm.conv_kernel", 5, "blk.0.ssm_conv1d.weight' has shape");
+    TEST("load errors: head count x head size past an int (found by fuzz/fuzz_model.c)") expect_key_error("models/tiny-llama32-tied-Q4_0.gguf", "llama.attention.head_count", 1 << 28, "head_count x key_length = 268435456 x 64 is out of range");
     TEST("load errors: missing tensor") expect_load_error(DROP_TENSOR, "blk.1.ffn_up.weight", "missing tensor 'blk.1.ffn_up.weight'");
     TEST("load errors: wrong shape") expect_load_error(RESHAPE_TENSOR, "blk.0.attn_q.weight", "tensor 'blk.0.attn_q.weight' has shape");
     TEST("load errors: unknown architecture") expect_load_error(SET_ARCH, "general.architecture", "unknown architecture 'no-such-arch'");

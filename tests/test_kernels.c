@@ -317,6 +317,32 @@ int main(void) {
                 }
             }
     }
+    TEST("kernels: exp, SiLU and SwiGLU take NaN and infinities (NaN stays NaN, in every ISA)") {
+        /* a model with NaN weights, or a hostile file, must not reach undefined behaviour
+         * (the sanitizer builds run this); NaN must come out as NaN */
+        enum { N = 37 };
+        static float x[N], g[N], u[N], y[N];
+        for (int i = 0; i < N; i++) { x[i] = frand() * 8.f; u[i] = frand(); }
+        x[3] = NAN; x[17] = -NAN; x[20] = INFINITY; x[33] = -INFINITY; x[36] = NAN;
+        CHECK(isnan(ll_exp_simd(NAN)) && isnan(ll_exp_simd(-NAN)), "ll_exp_simd(NaN) is not NaN");
+        CHECK(ll_exp_simd(INFINITY) == INFINITY && ll_exp_simd(-INFINITY) == 0.0f, "ll_exp_simd(+-inf) is not inf, 0");
+        ll_kernels ks[3] = {scalar};
+        int nk = 1;
+#ifdef LL_HAVE_AVX2
+        if (ll_cpu_has_avx2()) ll_kernels_avx2(&ks[nk++]);
+        if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) ll_kernels_avx512(&ks[nk++]);
+#endif
+        for (int q = 0; q < nk; q++) {
+            ks[q].exp_shifted(y, x, 0.5f, N);
+            CHECK(isnan(y[3]) && isnan(y[17]) && isnan(y[36]) && y[20] == INFINITY && y[33] == 0.0f, "%s exp_shifted: NaN or inf mishandled", ks[q].isa);
+            ks[q].silu(y, x, N);
+            CHECK(isnan(y[3]) && isnan(y[17]) && isnan(y[36]), "%s silu: NaN did not stay NaN", ks[q].isa);
+            memcpy(g, x, sizeof g);
+            if (ks[q].swiglu) ks[q].swiglu(g, u, N);
+            else ll_swiglu_scalar(g, u, N);
+            CHECK(isnan(g[3]) && isnan(g[17]) && isnan(g[36]), "%s swiglu: NaN did not stay NaN", ks[q].isa);
+        }
+    }
     TEST("kernels: the fused DeltaNet head step gives the bits of decay, dot, axpy, dot") {
         enum { SMAX = 200 };
         static float M0[SMAX * SMAX], M1[SMAX * SMAX], M2[SMAX * SMAX];
