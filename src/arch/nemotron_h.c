@@ -52,6 +52,7 @@ static llambda_status nemotron_hparams(llambda_model *m) {
     for (int l = 0; l < L; l++) {
         int kv = h->n_head_kv_l[l], ff = h->n_ff_l[l];
         h->kind_l[l] = ff > 0 ? LL_LAYER_FFN : kv > 0 ? LL_LAYER_ATTN : LL_LAYER_MAMBA;
+        if (ff > 0 && (st = ll_hp_width(m, "embedding_length x feed_forward_length", h->n_embd, ff))) return st;
         h->head_dim_l[l] = D; h->n_rot_l[l] = 0; h->swa_l[l] = 0; h->rope_base_l[l] = 0; h->rope_freqs_l[l] = NULL;
         h->kv_src_l[l] = h->kind_l[l] == LL_LAYER_ATTN ? l : -1;
         if (h->kind_l[l] == LL_LAYER_ATTN) {
@@ -59,6 +60,11 @@ static llambda_status nemotron_hparams(llambda_model *m) {
             if (h->n_head < 1 || D < 1 || h->n_head % kv)
                 return ll_error(LLAMBDA_ERR_FORMAT, "%s: attention layer %d has %d KV heads for %d heads", m->arch_name, l, kv, h->n_head);
         } else h->n_head_kv_l[l] = 0;
+    }
+    if (h->ssm_d_inner > 0) {   /* widths of the Mamba-2 state and conv buffers fit an int */
+        int64_t ch64 = (int64_t)h->ssm_d_inner + 2 * (int64_t)h->ssm_n_group * h->ssm_d_state;
+        if ((st = ll_hp_width(m, "ssm inner size x state size", h->ssm_d_inner, h->ssm_d_state)) ||
+            (st = ll_hp_width(m, "ssm conv channels x conv kernel", ch64, h->ssm_conv_k > 0 ? h->ssm_conv_k : 1))) return st;
     }
     int ch = h->ssm_d_inner + 2 * h->ssm_n_group * h->ssm_d_state;
     for (int l = 0; l < L; l++)
