@@ -1836,17 +1836,11 @@ static inline __attribute__((always_inline)) void q6_K_r8_tile(int64_t n, float 
     const __m512i up42 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);   /* qh shifts, groups 4h | 4h+1 */
     const __m512i dn02 = _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1);   /* and 4h+2 | 4h+3 */
     /* scale words by lane: low half lane m pairs sub-blocks (8h + m/4, 8h+4 + m/4), high half
-     * (8h+2 + m/4, 8h+6 + m/4); half h takes words 8h.. of the row's 16 scales */
-    __m512i sidx[2];
-    for (int h = 0; h < 2; h++) {
-        int16_t ix[32];
-        for (int l = 0; l < 16; l++) {
-            int sub = 8 * h + (l < 8 ? 0 : 2) + (l % 8) / 4;
-            ix[2 * l] = (int16_t)sub;
-            ix[2 * l + 1] = (int16_t)(sub + 4);
-        }
-        sidx[h] = _mm512_loadu_si512(ix);
-    }
+     * (8h+2 + m/4, 8h+6 + m/4), for half h */
+    static const int16_t scale_word[2][32] = {
+        {0, 4, 0, 4, 0, 4, 0, 4, 1, 5, 1, 5, 1, 5, 1, 5, 2, 6, 2, 6, 2, 6, 2, 6, 3, 7, 3, 7, 3, 7, 3, 7},
+        {8, 12, 8, 12, 8, 12, 8, 12, 9, 13, 9, 13, 9, 13, 9, 13, 10, 14, 10, 14, 10, 14, 10, 14, 11, 15, 11, 15, 11, 15, 11, 15}};
+    const __m512i sidx[2] = {_mm512_loadu_si512(scale_word[0]), _mm512_loadu_si512(scale_word[1])};
     __m256 acc[2][8];
     #pragma GCC unroll 2
     for (int t = 0; t < T; t++)
