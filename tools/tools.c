@@ -819,9 +819,10 @@ int cmd_bench_mem(int argc, char **argv) {
 #endif
     memset(buf, 1, n);
     double best = 0;
-    int best_way = 0;
+    int best_way = 0, n_ways = 0;
     for (int way = 0; way < MEM_WAYS; way++) {
         if (!mem_way_available(way)) continue;
+        n_ways++;
         for (int r = 0; r < reps; r++) {
             pthread_t th[256];
             mem_part parts[256];
@@ -838,7 +839,7 @@ int cmd_bench_mem(int argc, char **argv) {
         }
     }
     printf("read bandwidth: %.2f GB/s (%d threads, %zu MiB, best of %d passes each of %d ways: %s)\n", best, threads, mib, reps,
-           MEM_WAYS, mem_way_name[best_way]);
+           n_ways, mem_way_name[best_way]);
     munmap(buf, n);
     return 0;
 }
