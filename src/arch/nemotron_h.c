@@ -61,12 +61,11 @@ static llambda_status nemotron_hparams(llambda_model *m) {
                 return ll_error(LLAMBDA_ERR_FORMAT, "%s: attention layer %d has %d KV heads for %d heads", m->arch_name, l, kv, h->n_head);
         } else h->n_head_kv_l[l] = 0;
     }
-    if (h->ssm_d_inner > 0) {   /* widths of the Mamba-2 state and conv buffers fit an int */
-        int64_t ch64 = (int64_t)h->ssm_d_inner + 2 * (int64_t)h->ssm_n_group * h->ssm_d_state;
-        if ((st = ll_hp_width(m, "ssm inner size x state size", h->ssm_d_inner, h->ssm_d_state)) ||
-            (st = ll_hp_width(m, "ssm conv channels x conv kernel", ch64, h->ssm_conv_k > 0 ? h->ssm_conv_k : 1))) return st;
-    }
-    int ch = h->ssm_d_inner + 2 * h->ssm_n_group * h->ssm_d_state;
+    int64_t ch64 = (int64_t)h->ssm_d_inner + 2 * (int64_t)h->ssm_n_group * h->ssm_d_state;
+    if (h->ssm_d_inner > 0 &&   /* widths of the Mamba-2 state and conv buffers fit an int */
+        ((st = ll_hp_width(m, "ssm inner size x state size", h->ssm_d_inner, h->ssm_d_state)) ||
+         (st = ll_hp_width(m, "ssm conv channels x conv kernel", ch64, h->ssm_conv_k > 0 ? h->ssm_conv_k : 1)))) return st;
+    int ch = (int)ch64;
     for (int l = 0; l < L; l++)
         if (h->kind_l[l] == LL_LAYER_MAMBA) {
             h->rs_conv_l[l] = (h->ssm_conv_k - 1) * ch;

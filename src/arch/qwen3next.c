@@ -45,6 +45,13 @@ static llambda_status qwen3next_hparams(llambda_model *m) {
     if (h->ssm_n_group < 1 || h->ssm_n_head % h->ssm_n_group)
         return ll_error(LLAMBDA_ERR_FORMAT, "qwen3next: %d value heads are not a multiple of %d key heads (ssm.time_step_rank / ssm.group_count)",
                         h->ssm_n_head, h->ssm_n_group);
+    /* the widths the forward pass computes in int (state, conv, scratch, gated query) fit it */
+    int64_t kd64 = (int64_t)h->ssm_n_group * h->ssm_d_state, conv64 = 2 * kd64 + h->ssm_d_inner;
+    if ((st = ll_hp_width(m, "value heads x state size", h->ssm_n_head, h->ssm_d_state)) ||
+        (st = ll_hp_width(m, "DeltaNet state (value heads x state size x state size)", (int64_t)h->ssm_n_head * h->ssm_d_state, h->ssm_d_state)) ||
+        (st = ll_hp_width(m, "ssm conv channels x conv kernel", conv64, h->ssm_conv_k > 0 ? h->ssm_conv_k : 1)) ||
+        (st = ll_hp_width(m, "DeltaNet scratch row", conv64 + 2 * kd64 + 2 * (int64_t)h->ssm_d_inner + 2 * (int64_t)h->ssm_n_head, 1)) ||
+        (st = ll_hp_width(m, "2 x head_count x key_length (query and gate)", 2 * (int64_t)h->n_head, D))) return st;
     if (h->ssm_d_inner != h->ssm_n_head * h->ssm_d_state)
         return ll_error(LLAMBDA_ERR_FORMAT, "qwen3next: ssm.inner_size %d != value heads %d x state size %d", h->ssm_d_inner, h->ssm_n_head, h->ssm_d_state);
     if (interval < 1) return ll_error(LLAMBDA_ERR_FORMAT, "qwen3next.full_attention_interval must be positive");
