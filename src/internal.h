@@ -40,6 +40,20 @@ static inline uint16_t ll_fp32_to_bf16(float f) {
     if ((u & 0x7fffffff) > 0x7f800000) return (uint16_t)((u >> 16) | 64); /* quiet NaN */
     return (uint16_t)((u + (0x7fff + ((u >> 16) & 1))) >> 16);
 }
+/* One lane of vdpbf16ps (AVX512_BF16), to the bit (checked against the instruction by
+ * tests/test_kernels.c wherever the CPU has it): c + a[1]·b[1], then + a[0]·b[0], each a
+ * fused multiply-add (a product of two bf16 values is exact in f32) that reads subnormal
+ * inputs as zero and flushes a subnormal result to zero, keeping its sign. */
+static inline float ll_bf16_daz(uint16_t h) { return ll_bf16_to_fp32((h & 0x7f80) ? h : (uint16_t)(h & 0x8000)); }
+static inline float ll_ftz(float v) {
+    uint32_t u; memcpy(&u, &v, 4);
+    if (!(u & 0x7f800000)) u &= 0x80000000u;
+    memcpy(&v, &u, 4); return v;
+}
+static inline float ll_dpbf16_lane(float c, const uint16_t *a, const uint16_t *b) {
+    c = ll_ftz(fmaf(ll_bf16_daz(a[1]), ll_bf16_daz(b[1]), c));
+    return ll_ftz(fmaf(ll_bf16_daz(a[0]), ll_bf16_daz(b[0]), c));
+}
 extern float ll_fp16_table[65536];
 void ll_init_tables(void);
 #define LL_FP16(h) (ll_fp16_table[(uint16_t)(h)])
@@ -129,23 +143,27 @@ typedef size_t (*ll_pack_x8_fn)(int64_t n, const void *w, size_t stride, void *d
 typedef void (*ll_dot_packed_fn)(int64_t n, float *out, size_t out_stride, const void *tile, const void *x,
                                  size_t x_stride, int n_tok);
 
-/* Activation formats beyond the weight types: values rounded to f16 (bf16) exactly as
- * llama.cpp rounds the activations it multiplies F16 (BF16) weights with, held as f32, so
- * a kernel never widens them again (one conversion per token, not one per tile). The
- * _PASS formats are the same rounded values kept as f16 (bf16) and ordered for the
- * prompt kernels: vec_dot sums each of its accumulators (four of 16 lanes over 64-element
- * steps for F16, two over 32 for BF16) in a pass of its own, so the elements of one pass
- * are stored together (ll_pass_index), the tail past the last whole step in place. */
-enum { LL_ACT_F16_AS_F32 = LLAMBDA_TYPE_COUNT, LL_ACT_BF16_AS_F32, LL_ACT_F16_PASS, LL_ACT_BF16_PASS, LL_ACT_COUNT };
+/* Activation formats beyond the weight types. LL_ACT_F16_AS_F32: values rounded to f16
+ * exactly as llama.cpp rounds the activations it multiplies F16 weights with, held as f32,
+ * so a kernel never widens them again (one conversion per token, not one per tile); BF16
+ * weights take plain bf16 activations (LLAMBDA_TYPE_BF16), which vdpbf16ps reads as they
+ * are. The _PASS formats are the rounded values as f16 (bf16) ordered for the prompt
+ * kernels: vec_dot sums each of its accumulators (four of 16 lanes for F16, two of 16
+ * lanes of element pairs for BF16, over 64-element steps) in a pass of its own, so the
+ * elements of one pass are stored together (ll_pass_index), the tail past the last whole
+ * step in place. */
+enum { LL_ACT_F16_AS_F32 = LLAMBDA_TYPE_COUNT, LL_ACT_F16_PASS, LL_ACT_BF16_PASS, LL_ACT_COUNT };
 /* Bytes of one activation row in format vdt. The float formats add a cache line, so that
  * the rows of a prompt tile (power-of-two widths) do not share the same cache sets. */
 size_t ll_act_row_bytes(int vdt, int64_t n);
-/* Where element k of an n-element row goes in a pass-ordered row with n_pass passes of
- * 16 lanes. */
+/* Where element k of an n-element row goes in a pass-ordered row: each 64-element step
+ * is cut into n_pass units of 64 / n_pass elements (16 for F16, 32 for BF16), and unit j
+ * of every step goes to pass j. */
+#define LL_PASS_STEP 64
 static inline int64_t ll_pass_index(int64_t k, int64_t n, int n_pass) {
-    int64_t step = 16 * n_pass, full = n / step * step;
+    int64_t unit = LL_PASS_STEP / n_pass, full = n / LL_PASS_STEP * LL_PASS_STEP;
     if (k >= full) return k;
-    return (k % step) / 16 * (full / n_pass) + k / step * 16 + k % 16;
+    return (k % LL_PASS_STEP) / unit * (full / n_pass) + k / LL_PASS_STEP * unit + k % unit;
 }
 
 /* Optional, float weights: n_rows rows (stride bytes apart) against n_tok activation rows
@@ -155,9 +173,20 @@ static inline int64_t ll_pass_index(int64_t k, int64_t n, int n_pass) {
 typedef void (*ll_gemm_fn)(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, int n_rows,
                            const void *x, size_t x_stride, int n_tok, void *scratch);
 #define LL_GEMM_ROWS 6   /* weight rows a prompt kernel reorders into its scratch at a time */
-/* rows of n elements rounded up to 32 (so the bytes are a multiple of 64, and slices of a
- * per-thread array stay cache-line apart), plus room to align the start */
-static inline size_t ll_gemm_scratch_bytes(int64_t n) { return (size_t)LL_GEMM_ROWS * (size_t)((n + 31) & ~(int64_t)31) * 2 + 64; }
+#define LL_GEMM_BLOCK_BYTES (192 * 1024)   /* reordered weight rows a prompt kernel keeps (L2) */
+/* A reordered row's stride in elements: n rounded up to 32 (bytes a multiple of 64) */
+static inline int64_t ll_gemm_row_stride(int64_t n) { return (n + 31) & ~(int64_t)31; }
+/* How many rows a prompt kernel reorders at a time: whole tiles, as many as fit the block */
+static inline int ll_gemm_block_rows(int64_t n) {
+    int64_t p = LL_GEMM_BLOCK_BYTES / ((int64_t)LL_GEMM_ROWS * ll_gemm_row_stride(n) * 2);
+    return (p < 1 ? 1 : p > 11 ? 11 : (int)p) * LL_GEMM_ROWS;
+}
+/* room for the block, plus room to align the start; never less than LL_GEMM_BLOCK_BYTES,
+ * so it grows with n and a context sized for its widest row has room for every other */
+static inline size_t ll_gemm_scratch_bytes(int64_t n) {
+    size_t panel = (size_t)LL_GEMM_ROWS * (size_t)ll_gemm_row_stride(n) * 2;
+    return (panel > LL_GEMM_BLOCK_BYTES ? panel : LL_GEMM_BLOCK_BYTES) + 64;
+}
 
 typedef struct ll_compute_traits {
     int vec_dot_type;
@@ -218,6 +247,7 @@ int ll_cpu_has_avx2(void);
 int ll_cpu_has_avx2_base(void);
 void ll_kernels_avx512(ll_kernels *k);   /* AVX-512 F/BW/VL + VNNI */
 int ll_cpu_has_avx512(void);
+int ll_cpu_has_avx512_bf16(void);   /* AVX512_BF16 (vdpbf16ps) on top of ll_cpu_has_avx512 */
 #endif
 
 /* The f16·f16 dot every ISA reproduces (scalar.c): used by attention too. */
@@ -259,7 +289,6 @@ void ll_quantize_row_q8_K(const float *x, void *y, int64_t n);
 void ll_convert_row_f16(const float *x, void *y, int64_t n);
 void ll_convert_row_bf16(const float *x, void *y, int64_t n);
 void ll_round_row_f16(const float *x, void *y, int64_t n);    /* to f16 and back: LL_ACT_F16_AS_F32 */
-void ll_round_row_bf16(const float *x, void *y, int64_t n);   /* to bf16 and back: LL_ACT_BF16_AS_F32 */
 void ll_pass_row_f16(const float *x, void *y, int64_t n);     /* LL_ACT_F16_PASS */
 void ll_pass_row_bf16(const float *x, void *y, int64_t n);    /* LL_ACT_BF16_PASS */
 void ll_convert_row_f32(const float *x, void *y, int64_t n);

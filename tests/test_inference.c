@@ -180,7 +180,7 @@ static void test_quantized(int ftype) {
     }
     llambda_model_free(q);
     llambda_model_free(f);
-    test_repack_bits(path);
+    if (ftype != LLAMBDA_FTYPE_BF16) test_repack_bits(path);   /* float weights stay as mapped */
     test_invariance(path);
     remove(path);
 }
@@ -503,6 +503,9 @@ int main(void) {
         test_quantized(LLAMBDA_FTYPE_Q3_K_M);
     TEST("inference: Q2_K (quantized here): repacked Q2_K/Q3_K tiles, batch sizes and threads give the same bits")
         test_quantized(LLAMBDA_FTYPE_Q2_K);
+    TEST("inference: BF16 (converted here): close to F16; vdpbf16ps tiles, batch sizes and threads give the same bits")
+        test_quantized(LLAMBDA_FTYPE_BF16);
+    TEST("inference: logits independent of batch size and threads (F16)") test_invariance("models/tiny-llama31-F16.gguf");
     TEST("inference: gemma4 sliding-window ring: logits independent of batch and chunking; KV bytes") test_gemma_ring();
     TEST("inference: exact replay, gemma4 Q4_K_M (sliding window, shared KV)") test_exact_replay("archs/gemma4/models/tiny-gemma4-Q4_K_M.gguf");
     TEST("inference: exact replay, gemma4 with batch 3 (the sliding ring wraps while generating)") test_exact_replay_batch("archs/gemma4/models/tiny-gemma4-F16.gguf", 3);

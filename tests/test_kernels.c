@@ -120,8 +120,8 @@ static void compare_gemm(const ll_kernels *ref, const ll_kernels *k, int type) {
 }
 
 /* An activation format in pass order holds, element for element, the values of the
- * rounded f32-held one (NaN, infinities, overflow, subnormals, ties included), whichever
- * kernel set converts. */
+ * plain rounded one (f16 held as f32, or bf16; NaN, infinities, overflow, subnormals,
+ * ties included), whichever kernel set converts. */
 static void compare_pass_format(const ll_kernels *ref, const ll_kernels *k, int pass_fmt, int round_fmt, int n_pass) {
     const int ns[] = {1000, 64, 40, 2048 + 32};
     for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
@@ -137,11 +137,74 @@ static void compare_pass_format(const ll_kernels *ref, const ll_kernels *k, int 
         int bad = 0;
         for (int i = 0; i < n; i++) {
             uint16_t h = p[ll_pass_index(i, n, n_pass)];
-            float v = pass_fmt == LL_ACT_F16_PASS ? ll_fp16_to_fp32(h) : ll_bf16_to_fp32(h);
+            if (round_fmt == LLAMBDA_TYPE_BF16) { bad += h != ((const uint16_t *)r)[i]; continue; }
+            float v = ll_fp16_to_fp32(h);
             bad += memcmp(&v, &r[i], 4) != 0;
         }
         CHECK(!bad, "%s: pass-ordered activations (%d elements) differ from the rounded f32 ones in %d", k->isa, n, bad);
         free(f); free(r); free(p);
+    }
+}
+
+/* bf16 values whose exponent field is drawn from [lo, hi]: low fields give subnormal
+ * values and products and sums below FLT_MIN, where vdpbf16ps flushes to zero */
+static uint16_t bf16_in(int lo, int hi) {
+    uint16_t h;
+    do {
+        rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+        h = (uint16_t)((rng >> 20) & 0x807f);
+        h |= (uint16_t)((lo + (int)((rng >> 40) % (uint64_t)(hi - lo + 1))) << 7);
+    } while (((h >> 7) & 0xff) == 0xff);
+    return h;
+}
+
+#ifdef LL_HAVE_AVX2
+#include <immintrin.h>
+__attribute__((target("avx512f,avx512bf16"))) static void dpbf16_hw(float c[16], const uint16_t a[32], const uint16_t b[32]) {
+    _mm512_storeu_ps(c, _mm512_dpbf16_ps(_mm512_loadu_ps(c), (__m512bh)_mm512_loadu_si512(a), (__m512bh)_mm512_loadu_si512(b)));
+}
+#endif
+
+/* BF16 rows and activations with exponents in [lo, hi] through every kernel a set has,
+ * against the scalar kernel's bits */
+static void compare_bf16_range(const ll_kernels *ref, const ll_kernels *k, int lo, int hi) {
+    enum { N = 1000, R = 13, T = 5 };   /* a tail past the last 64-element step; tiles not full */
+    static uint16_t w[R][N], x[T][N];
+    static float xf[N], want[T][R], got[T][R];
+    for (int r = 0; r < R; r++)
+        for (int i = 0; i < N; i++) w[r][i] = bf16_in(lo, hi);
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < N; i++) x[t][i] = bf16_in(lo, hi);
+    int bad = 0;
+    for (int t = 0; t < T; t++)
+        for (int r = 0; r < R; r++) {
+            ref->vec_dot[LLAMBDA_TYPE_BF16](N, &want[t][r], w[r], x[t]);
+            float v;
+            k->vec_dot[LLAMBDA_TYPE_BF16](N, &v, w[r], x[t]);
+            bad += memcmp(&v, &want[t][r], 4) != 0;
+        }
+    CHECK(!bad, "%s: BF16 vec_dot with exponents %d..%d differs from scalar in %d of %d", k->isa, lo, hi, bad, R * T);
+    if (k->vec_dot_x8[LLAMBDA_TYPE_BF16]) {
+        bad = 0;
+        for (int t = 0; t < T; t++) {
+            k->vec_dot_x8[LLAMBDA_TYPE_BF16](N, got[t], w, sizeof w[0], x[t]);
+            bad += memcmp(got[t], want[t], 8 * sizeof(float)) != 0;
+        }
+        CHECK(!bad, "%s: BF16 8-row kernel with exponents %d..%d differs from scalar", k->isa, lo, hi);
+    }
+    if (k->gemm[LLAMBDA_TYPE_BF16]) {
+        int gdt = k->gemm_act[LLAMBDA_TYPE_BF16];
+        size_t grow = ll_act_row_bytes(gdt, N);
+        uint8_t *gx = malloc(grow * T);
+        void *scratch = malloc(ll_gemm_scratch_bytes(N));
+        for (int t = 0; t < T; t++) {
+            for (int i = 0; i < N; i++) xf[i] = ll_bf16_to_fp32(x[t][i]);   /* exact: converts back to x */
+            k->from_float[gdt](xf, gx + (size_t)t * grow, N);
+        }
+        memset(got, 0, sizeof got);
+        k->gemm[LLAMBDA_TYPE_BF16](N, &got[0][0], R, w, sizeof w[0], R, gx, grow, T, scratch);
+        CHECK(!memcmp(got, want, sizeof got), "%s: BF16 prompt kernel with exponents %d..%d differs from scalar", k->isa, lo, hi);
+        free(gx); free(scratch);
     }
 }
 
@@ -165,7 +228,7 @@ int main(void) {
             compare(&scalar, &scalar, type);
             compare(&scalar, &active, type);
             if (type == LLAMBDA_TYPE_F16) compare_pass_format(&scalar, &scalar, LL_ACT_F16_PASS, LL_ACT_F16_AS_F32, 4);
-            if (type == LLAMBDA_TYPE_BF16) compare_pass_format(&scalar, &scalar, LL_ACT_BF16_PASS, LL_ACT_BF16_AS_F32, 2);
+            if (type == LLAMBDA_TYPE_BF16) compare_pass_format(&scalar, &scalar, LL_ACT_BF16_PASS, LLAMBDA_TYPE_BF16, 2);
 #ifdef LL_HAVE_AVX2
             /* every ISA this CPU has, whichever one is active */
             ll_kernels k2 = scalar, k512 = scalar;
@@ -175,13 +238,59 @@ int main(void) {
                 compare(&scalar, &k512, type);
                 compare_gemm(&scalar, &k512, type);
                 if (type == LLAMBDA_TYPE_F16) compare_pass_format(&scalar, &k512, LL_ACT_F16_PASS, LL_ACT_F16_AS_F32, 4);
-                if (type == LLAMBDA_TYPE_BF16) compare_pass_format(&scalar, &k512, LL_ACT_BF16_PASS, LL_ACT_BF16_AS_F32, 2);
-                if (type == LLAMBDA_TYPE_F32 || type == LLAMBDA_TYPE_F16 || type == LLAMBDA_TYPE_BF16)
+                if (type == LLAMBDA_TYPE_BF16 && ll_cpu_has_avx512_bf16())
+                    compare_pass_format(&scalar, &k512, LL_ACT_BF16_PASS, LLAMBDA_TYPE_BF16, 2);
+                if (type == LLAMBDA_TYPE_F32 || type == LLAMBDA_TYPE_F16 || (type == LLAMBDA_TYPE_BF16 && ll_cpu_has_avx512_bf16()))
                     CHECK(k512.gemm[type] != NULL, "avx512: no prompt kernel for %s", t->name);
             }
 #endif
         }
         n++;
+    }
+    TEST("kernels: BF16 follows vdpbf16ps to the bit, subnormals and underflow included") {
+        /* the scalar lane against the instruction, where this CPU has it */
+        int lane_bad = 0, lanes = 0, flushed = 0;
+#ifdef LL_HAVE_AVX2
+        if (ll_cpu_has_avx512_bf16()) {
+            const int ranges[][2] = {{0, 254}, {0, 12}, {55, 70}, {110, 140}};
+            for (int ri = 0; ri < 4; ri++)
+                for (int it = 0; it < 20000; it++) {
+                    uint16_t a[32], b[32], cu[32];
+                    float c[16], hw[16];
+                    for (int i = 0; i < 32; i++) { a[i] = bf16_in(ranges[ri][0], ranges[ri][1]); b[i] = bf16_in(ranges[ri][0], ranges[ri][1]); }
+                    for (int i = 0; i < 32; i++) cu[i] = bf16_in(0, ranges[ri][1]);
+                    for (int l = 0; l < 16; l++) {   /* accumulators: any float, subnormals too */
+                        uint32_t u = ((uint32_t)cu[2 * l] << 16) | cu[2 * l + 1];
+                        memcpy(&c[l], &u, 4);
+                    }
+                    memcpy(hw, c, sizeof c);
+                    dpbf16_hw(hw, a, b);
+                    for (int l = 0; l < 16; l++) {
+                        float want = ll_dpbf16_lane(ll_ftz(c[l]), a + 2 * l, b + 2 * l);
+                        float plain = fmaf(ll_bf16_to_fp32(a[2 * l]), ll_bf16_to_fp32(b[2 * l]),
+                                           fmaf(ll_bf16_to_fp32(a[2 * l + 1]), ll_bf16_to_fp32(b[2 * l + 1]), c[l]));
+                        lane_bad += memcmp(&want, &hw[l], 4) != 0;
+                        flushed += memcmp(&plain, &hw[l], 4) != 0;
+                        lanes++;
+                    }
+                }
+            CHECK(!lane_bad, "ll_dpbf16_lane differs from vdpbf16ps in %d of %d lanes", lane_bad, lanes);
+            CHECK(flushed > 1000, "only %d of %d lanes exercised the flushing (plain FMAs agreed elsewhere)", flushed, lanes);
+            printf("  vdpbf16ps: %d lanes, %d where plain FMAs would differ, all matched\n", lanes, flushed);
+        } else
+            printf("  this CPU has no AVX512_BF16: the lane is checked against the kernels only\n");
+#endif
+        /* every kernel set this CPU has, against the scalar bits, in ordinary and tiny ranges */
+        ll_kernels sets[3];
+        int ns = 0;
+        sets[ns++] = scalar;
+#ifdef LL_HAVE_AVX2
+        if (ll_cpu_has_avx2()) { sets[ns] = scalar; ll_kernels_avx2(&sets[ns++]); }
+        if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) { sets[ns] = scalar; ll_kernels_avx512(&sets[ns++]); }
+#endif
+        const int ranges[][2] = {{100, 150}, {0, 10}, {56, 66}, {0, 254}};
+        for (int v = 0; v < ns; v++)
+            for (int ri = 0; ri < 4; ri++) compare_bf16_range(&scalar, &sets[v], ranges[ri][0], ranges[ri][1]);
     }
     TEST("kernels: vector SwiGLU gives the scalar bits") {
         enum { N = 1000 };   /* not a multiple of 16: the libm tail too */
@@ -214,8 +323,8 @@ int main(void) {
         int nk = 0;
         if (ll_cpu_has_avx2()) { kk[nk] = scalar; ll_kernels_avx2(&kk[nk++]); }
         if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) { kk[nk] = scalar; ll_kernels_avx512(&kk[nk++]); }
-        const int types[] = {LLAMBDA_TYPE_F16, LL_ACT_F16_AS_F32, LL_ACT_BF16_AS_F32, LLAMBDA_TYPE_Q8_0, LLAMBDA_TYPE_Q8_K};
-        const char *names[] = {"f16", "f16 held as f32", "bf16 held as f32", "Q8_0", "Q8_K"};
+        const int types[] = {LLAMBDA_TYPE_F16, LL_ACT_F16_AS_F32, LLAMBDA_TYPE_BF16, LLAMBDA_TYPE_Q8_0, LLAMBDA_TYPE_Q8_K};
+        const char *names[] = {"f16", "f16 held as f32", "bf16", "Q8_0", "Q8_K"};
         for (int v = 0; v < nk; v++)
             for (int ti = 0; ti < 5; ti++) {
                 int quant = types[ti] == LLAMBDA_TYPE_Q8_0 || types[ti] == LLAMBDA_TYPE_Q8_K;

@@ -134,36 +134,49 @@ static inline __attribute__((always_inline)) float dot_x_f16(const void *a, int 
 
 static float dot_f16_f16(const uint16_t *a, const uint16_t *b, int64_t n) { return dot_x_f16(a, 0, b, n); }
 
-/* eight bf16 values widened (exactly) to f32 */
-static inline __m256 load_bf16(const uint16_t *p) {
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
+
+/* A value whose exponent bits are zero (subnormal or zero) -> zero of its sign: what
+ * vdpbf16ps does to its inputs and to each of its two results (ll_dpbf16_lane) */
+static inline __m256 flush_subnormal8(__m256 v) {
+    __m256i u = _mm256_castps_si256(v);
+    __m256i tiny = _mm256_cmpeq_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7f800000)), _mm256_setzero_si256());
+    return _mm256_castsi256_ps(_mm256_andnot_si256(_mm256_and_si256(tiny, _mm256_set1_epi32(0x7fffffff)), u));
 }
 
-/* scalar.c's dot_bf16: two 16-lane fused accumulators (each as two 8-lane halves), each
- * reduced as reduce16 (hsum8 of the halves' sum), summed in double with the tail */
+/* Eight lanes of vdpbf16ps without the instruction: lane l takes the pair (2l, 2l + 1) of
+ * sixteen bf16 values, read as one 32-bit lane whose high half (the odd element) masked
+ * and low half (the even one) shifted up are the two values widened */
+static inline __m256 dpbf16_8(__m256 c, const uint16_t *a, const uint16_t *b) {
+    const __m256i high = _mm256_set1_epi32((int)0xffff0000u);
+    __m256i ua = _mm256_loadu_si256((const __m256i *)a), ub = _mm256_loadu_si256((const __m256i *)b);
+    __m256 a1 = flush_subnormal8(_mm256_castsi256_ps(_mm256_and_si256(ua, high)));
+    __m256 b1 = flush_subnormal8(_mm256_castsi256_ps(_mm256_and_si256(ub, high)));
+    __m256 a0 = flush_subnormal8(_mm256_castsi256_ps(_mm256_slli_epi32(ua, 16)));
+    __m256 b0 = flush_subnormal8(_mm256_castsi256_ps(_mm256_slli_epi32(ub, 16)));
+    c = flush_subnormal8(_mm256_fmadd_ps(a1, b1, c));
+    return flush_subnormal8(_mm256_fmadd_ps(a0, b0, c));
+}
+
+/* scalar.c's dot_bf16 on CPUs without AVX512_BF16: its two 16-lane accumulators each as
+ * two 8-lane halves, each reduced as reduce16 (hsum8 of the halves' sum) */
 static void dot_bf16(int64_t n, float *s, const void *w, const void *x) {
-    const uint16_t *a = w;
-    const float *b = x;   /* rounded to bf16, held as f32 */
+    const uint16_t *a = w, *b = x;
     __m256 c[2][2] = {{_mm256_setzero_ps(), _mm256_setzero_ps()}, {_mm256_setzero_ps(), _mm256_setzero_ps()}};
     int64_t i = 0;
-    for (; i + 32 <= n; i += 32) {
+    for (; i + 64 <= n; i += 64) {
         _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)(a + i + 32) + PREFETCH_AHEAD, _MM_HINT_T0);
         for (int h = 0; h < 2; h++) {
-            const float *bh = b + i + 16 * h;
-            c[h][0] = _mm256_fmadd_ps(load_bf16(a + i + 16 * h), _mm256_loadu_ps(bh), c[h][0]);
-            c[h][1] = _mm256_fmadd_ps(load_bf16(a + i + 16 * h + 8), _mm256_loadu_ps(bh + 8), c[h][1]);
+            c[h][0] = dpbf16_8(c[h][0], a + i + 32 * h, b + i + 32 * h);
+            c[h][1] = dpbf16_8(c[h][1], a + i + 32 * h + 16, b + i + 32 * h + 16);
         }
     }
     double sum = (double)hsum8(_mm256_add_ps(c[0][0], c[0][1])) + (double)hsum8(_mm256_add_ps(c[1][0], c[1][1]));
-    for (; i < n; i++) sum += (double)(ll_bf16_to_fp32(a[i]) * b[i]);
+    for (; i < n; i++) sum += (double)(ll_bf16_to_fp32(a[i]) * ll_bf16_to_fp32(b[i]));
     *s = (float)sum;
 }
 
 #ifdef LL_AVX512
-/* sixteen bf16 values widened to f32 */
-static inline __m512 load_bf16x16(const uint16_t *p) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
-}
 
 /* sixteen f16 values widened to f32 */
 static inline __m512 load_f16x16(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
@@ -173,27 +186,56 @@ static inline float reduce16_zmm(__m512 a) {
     return hsum8(_mm256_add_ps(_mm512_castps512_ps256(a), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))));
 }
 
-/* Eight BF16 rows against one activation row (decode): each row dot_bf16's two 16-lane
- * accumulators (one register each), the activations widened once for the eight rows. */
-static void dot_bf16_x8(int64_t n, float *out, const void *w, size_t stride, const void *x) {
-    const float *b = x;
+/* The instruction itself, where the CPU has AVX512_BF16 (cpuid leaf 7.1 EAX bit 5); the
+ * functions using it carry the target and are chosen only after that check. */
+#define BF16_TARGET __attribute__((target("avx512bf16")))
+int ll_cpu_has_avx512_bf16(void) {
+    unsigned a, b, c, d;
+    return ll_cpu_has_avx512() && __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 5) & 1);
+}
+
+static inline BF16_TARGET __m512 dpbf16(__m512 c, const uint16_t *a, const uint16_t *b) {
+    return _mm512_dpbf16_ps(c, (__m512bh)_mm512_loadu_si512(a), (__m512bh)_mm512_loadu_si512(b));
+}
+
+/* dot_bf16 with vdpbf16ps: a 64-element step is two instructions */
+static BF16_TARGET void dot_bf16_dp(int64_t n, float *s, const void *w, const void *x) {
+    const uint16_t *a = w, *b = x;
+    __m512 c0 = _mm512_setzero_ps(), c1 = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)(a + i + 32) + PREFETCH_AHEAD, _MM_HINT_T0);
+        c0 = dpbf16(c0, a + i, b + i);
+        c1 = dpbf16(c1, a + i + 32, b + i + 32);
+    }
+    double sum = (double)reduce16_zmm(c0) + (double)reduce16_zmm(c1);
+    for (; i < n; i++) sum += (double)(ll_bf16_to_fp32(a[i]) * ll_bf16_to_fp32(b[i]));
+    *s = (float)sum;
+}
+
+/* Eight BF16 rows against one activation row (decode): each row dot_bf16_dp's two
+ * accumulators, the activations loaded once for the eight rows. */
+static BF16_TARGET void dot_bf16_x8(int64_t n, float *out, const void *w, size_t stride, const void *x) {
+    const uint16_t *b = x;
     __m512 c[8][2];
     for (int r = 0; r < 8; r++) c[r][0] = c[r][1] = _mm512_setzero_ps();
     int64_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        __m512 y0 = _mm512_loadu_ps(b + i), y1 = _mm512_loadu_ps(b + i + 16);
+    for (; i + 64 <= n; i += 64) {
+        __m512bh y0 = (__m512bh)_mm512_loadu_si512(b + i), y1 = (__m512bh)_mm512_loadu_si512(b + i + 32);
         #pragma GCC unroll 8
         for (int r = 0; r < 8; r++) {
             const uint16_t *a = (const uint16_t *)((const uint8_t *)w + (size_t)r * stride) + i;
             _mm_prefetch((const char *)a + PREFETCH_AHEAD, _MM_HINT_T0);
-            c[r][0] = _mm512_fmadd_ps(load_bf16x16(a), y0, c[r][0]);
-            c[r][1] = _mm512_fmadd_ps(load_bf16x16(a + 16), y1, c[r][1]);
+            _mm_prefetch((const char *)(a + 32) + PREFETCH_AHEAD, _MM_HINT_T0);
+            c[r][0] = _mm512_dpbf16_ps(c[r][0], (__m512bh)_mm512_loadu_si512(a), y0);
+            c[r][1] = _mm512_dpbf16_ps(c[r][1], (__m512bh)_mm512_loadu_si512(a + 32), y1);
         }
     }
     for (int r = 0; r < 8; r++) {
         const uint16_t *a = (const uint16_t *)((const uint8_t *)w + (size_t)r * stride);
         double sum = (double)reduce16_zmm(c[r][0]) + (double)reduce16_zmm(c[r][1]);
-        for (int64_t k = i; k < n; k++) sum += (double)(ll_bf16_to_fp32(a[k]) * b[k]);
+        for (int64_t k = i; k < n; k++) sum += (double)(ll_bf16_to_fp32(a[k]) * ll_bf16_to_fp32(b[k]));
         out[r] = (float)sum;
     }
 }
@@ -357,23 +399,19 @@ static void gemm_f32(int64_t n, float *out, size_t out_stride, const void *w, si
  * its elements contiguously, against activations stored the same way as 16-bit values
  * (LL_ACT_F16_PASS, LL_ACT_BF16_PASS), so twice as many fit in cache. The arithmetic is
  * vec_dot's: each accumulator lane takes the same products in the same order. Six rows
- * by four tokens keeps each widened weight vector for four products and each activation
- * vector for six (a kernel benchmark: 170-195 GFLOP/s per core where the strided kernel
- * made 107-135). */
+ * by four tokens keeps each weight vector for four products and each activation vector
+ * for six (a kernel benchmark: 170-195 GFLOP/s per core where the strided kernel made
+ * 107-135; vdpbf16ps does twice the work of an f32 fused multiply-add). */
 #define PASS_T 4
-
-/* sixteen F16 or BF16 values widened, and one */
-static inline __m512 widen16(int wt, const uint16_t *p) { return wt == LLAMBDA_TYPE_F16 ? load_f16x16(p) : load_bf16x16(p); }
-static inline float value16(int wt, uint16_t h) { return wt == LLAMBDA_TYPE_F16 ? LL_FP16(h) : ll_bf16_to_fp32(h); }
 
 /* f32 -> f16 in pass order; a group holding a NaN goes through the scalar conversion,
  * as round_row_f16 does */
 static void pass_row_f16(const float *x, void *y, int64_t n) {
     uint16_t *o = y;
-    const int64_t full = n / 64 * 64, P = full / 4;
+    const int64_t full = n / LL_PASS_STEP * LL_PASS_STEP;
     for (int64_t i = 0; i < full; i += 16) {
         __m512 v = _mm512_loadu_ps(x + i);
-        uint16_t *d = o + (i % 64) / 16 * P + i / 64 * 16;
+        uint16_t *d = o + ll_pass_index(i, n, 4);
         if (_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q)) { for (int l = 0; l < 16; l++) d[l] = ll_fp32_to_fp16(x[i + l]); continue; }
         _mm256_storeu_si256((__m256i *)d, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
     }
@@ -383,10 +421,10 @@ static void pass_row_f16(const float *x, void *y, int64_t n) {
 /* f32 -> bf16 (round to nearest even) in pass order */
 static void pass_row_bf16(const float *x, void *y, int64_t n) {
     uint16_t *o = y;
-    const int64_t full = n / 32 * 32, P = full / 2;
+    const int64_t full = n / LL_PASS_STEP * LL_PASS_STEP;
     for (int64_t i = 0; i < full; i += 16) {
         __m512 v = _mm512_loadu_ps(x + i);
-        uint16_t *d = o + (i % 32) / 16 * P + i / 32 * 16;
+        uint16_t *d = o + ll_pass_index(i, n, 2);
         if (_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q)) { for (int l = 0; l < 16; l++) d[l] = ll_fp32_to_bf16(x[i + l]); continue; }
         __m512i u = _mm512_castps_si512(v);
         __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
@@ -396,36 +434,39 @@ static void pass_row_bf16(const float *x, void *y, int64_t n) {
     for (int64_t i = full; i < n; i++) o[i] = ll_fp32_to_bf16(x[i]);
 }
 
-/* R weight rows (stride bytes apart) into pass order, ws elements apart */
+/* R weight rows (stride bytes apart) into pass order, ws elements apart: unit j of every
+ * 64-element step to pass j */
 static void pass_rows(int n_pass, int64_t n, const uint8_t *w, size_t stride, int R, uint16_t *dst, size_t ws) {
-    const int64_t step = 16 * n_pass, full = n / step * step, P = full / n_pass;
+    const int64_t full = n / LL_PASS_STEP * LL_PASS_STEP, P = full / n_pass, unit = LL_PASS_STEP / n_pass;
     for (int r = 0; r < R; r++) {
         const uint16_t *s = (const uint16_t *)(w + (size_t)r * stride);
         uint16_t *d = dst + (size_t)r * ws;
-        for (int64_t i = 0; i < full; i += 16)
-            _mm256_storeu_si256((__m256i *)(d + (i % step) / 16 * P + i / step * 16), _mm256_loadu_si256((const __m256i *)(s + i)));
+        for (int64_t i = 0; i < full; i += LL_PASS_STEP)
+            for (int j = 0; j < n_pass; j++)
+                for (int64_t e = 0; e < unit; e += 16)
+                    _mm256_storeu_si256((__m256i *)(d + j * P + i / n_pass + e), _mm256_loadu_si256((const __m256i *)(s + i + j * unit + e)));
         for (int64_t k = full; k < n; k++) d[k] = s[k];
     }
 }
 
-static inline __attribute__((always_inline)) void pass_tile(int wt, int R, int T, int64_t n, float *out, size_t out_stride,
-                                                            const uint16_t *w, size_t ws, const uint8_t *x, size_t x_stride) {
-    const int n_pass = wt == LLAMBDA_TYPE_BF16 ? 2 : 4;
-    const int64_t full = n / (16 * n_pass) * (16 * n_pass), P = full / n_pass;
+/* F16: vec_dot's four 16-lane accumulators, one pass each, widened with F16C */
+static inline __attribute__((always_inline)) void pass_tile_f16(int R, int T, int64_t n, float *out, size_t out_stride,
+                                                                const uint16_t *w, size_t ws, const uint8_t *x, size_t x_stride) {
+    const int64_t full = n / LL_PASS_STEP * LL_PASS_STEP, P = full / 4;
     const uint16_t *b[PASS_T];
     for (int t = 0; t < T; t++) b[t] = (const uint16_t *)(x + (size_t)t * x_stride);
     __m512 part[LL_GEMM_ROWS][PASS_T][4];
-    for (int j = 0; j < n_pass; j++) {
+    for (int j = 0; j < 4; j++) {
         __m512 acc[LL_GEMM_ROWS][PASS_T];
         for (int r = 0; r < R; r++)
             for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
         for (int64_t i = j * P; i < (j + 1) * P; i += 16) {
             __m512 wv[LL_GEMM_ROWS];
             #pragma GCC unroll 6
-            for (int r = 0; r < R; r++) wv[r] = widen16(wt, w + (size_t)r * ws + i);
+            for (int r = 0; r < R; r++) wv[r] = load_f16x16(w + (size_t)r * ws + i);
             #pragma GCC unroll 4
             for (int t = 0; t < T; t++) {
-                __m512 xv = widen16(wt, b[t] + i);
+                __m512 xv = load_f16x16(b[t] + i);
                 #pragma GCC unroll 6
                 for (int r = 0; r < R; r++) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
             }
@@ -435,45 +476,86 @@ static inline __attribute__((always_inline)) void pass_tile(int wt, int R, int T
     }
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) {
-            double sum = n_pass == 4 ? (double)reduce_4x16_zmm(part[r][t])
-                                     : (double)reduce16_zmm(part[r][t][0]) + (double)reduce16_zmm(part[r][t][1]);
-            for (int64_t k = full; k < n; k++) sum += (double)(value16(wt, w[(size_t)r * ws + (size_t)k]) * value16(wt, b[t][k]));
+            double sum = (double)reduce_4x16_zmm(part[r][t]);
+            for (int64_t k = full; k < n; k++) sum += (double)(LL_FP16(w[(size_t)r * ws + (size_t)k]) * LL_FP16(b[t][k]));
             out[(size_t)t * out_stride + (size_t)r] = (float)sum;
         }
 }
 
-#define PASS_CASE(R_, T_) case (R_) * 8 + (T_): pass_tile(wt, R_, T_, n, o, out_stride, wp, ws, xt, x_stride); break
-static inline __attribute__((always_inline)) void gemm_pass(int wt, int64_t n, float *out, size_t out_stride, const void *w,
-                                                            size_t stride, int n_rows, const void *x, size_t x_stride,
-                                                            int n_tok, void *scratch) {
-    const size_t ws = (size_t)((n + 31) & ~(int64_t)31);
-    uint16_t *wp = (uint16_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
-    for (int r0 = 0; r0 < n_rows; r0 += LL_GEMM_ROWS) {
-        int R = n_rows - r0 < LL_GEMM_ROWS ? n_rows - r0 : LL_GEMM_ROWS;
-        pass_rows(wt == LLAMBDA_TYPE_BF16 ? 2 : 4, n, (const uint8_t *)w + (size_t)r0 * stride, stride, R, wp, ws);
-        for (int t0 = 0; t0 < n_tok; t0 += PASS_T) {
-            int T = n_tok - t0 < PASS_T ? n_tok - t0 : PASS_T;
-            float *o = out + (size_t)t0 * out_stride + (size_t)r0;
-            const uint8_t *xt = (const uint8_t *)x + (size_t)t0 * x_stride;
-            switch (R * 8 + T) {   /* the tile's shape as constants, so it stays in registers */
-            PASS_CASE(6, 4); PASS_CASE(6, 3); PASS_CASE(6, 2); PASS_CASE(6, 1);
-            PASS_CASE(5, 4); PASS_CASE(5, 3); PASS_CASE(5, 2); PASS_CASE(5, 1);
-            PASS_CASE(4, 4); PASS_CASE(4, 3); PASS_CASE(4, 2); PASS_CASE(4, 1);
-            PASS_CASE(3, 4); PASS_CASE(3, 3); PASS_CASE(3, 2); PASS_CASE(3, 1);
-            PASS_CASE(2, 4); PASS_CASE(2, 3); PASS_CASE(2, 2); PASS_CASE(2, 1);
-            PASS_CASE(1, 4); PASS_CASE(1, 3); PASS_CASE(1, 2); PASS_CASE(1, 1);
+/* BF16: dot_bf16_dp's two accumulators, one pass each, 32 elements a vdpbf16ps */
+static inline __attribute__((always_inline)) BF16_TARGET void pass_tile_bf16(int R, int T, int64_t n, float *out,
+                                                                             size_t out_stride, const uint16_t *w, size_t ws,
+                                                                             const uint8_t *x, size_t x_stride) {
+    const int64_t full = n / LL_PASS_STEP * LL_PASS_STEP, P = full / 2;
+    const uint16_t *b[PASS_T];
+    for (int t = 0; t < T; t++) b[t] = (const uint16_t *)(x + (size_t)t * x_stride);
+    __m512 part[LL_GEMM_ROWS][PASS_T][2];
+    for (int j = 0; j < 2; j++) {
+        __m512 acc[LL_GEMM_ROWS][PASS_T];
+        for (int r = 0; r < R; r++)
+            for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
+        for (int64_t i = j * P; i < (j + 1) * P; i += 32) {
+            __m512bh wv[LL_GEMM_ROWS];
+            #pragma GCC unroll 6
+            for (int r = 0; r < R; r++) wv[r] = (__m512bh)_mm512_loadu_si512(w + (size_t)r * ws + i);
+            #pragma GCC unroll 4
+            for (int t = 0; t < T; t++) {
+                __m512bh xv = (__m512bh)_mm512_loadu_si512(b[t] + i);
+                #pragma GCC unroll 6
+                for (int r = 0; r < R; r++) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], wv[r], xv);
             }
         }
+        for (int r = 0; r < R; r++)
+            for (int t = 0; t < T; t++) part[r][t][j] = acc[r][t];
     }
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) {
+            double sum = (double)reduce16_zmm(part[r][t][0]) + (double)reduce16_zmm(part[r][t][1]);
+            for (int64_t k = full; k < n; k++)
+                sum += (double)(ll_bf16_to_fp32(w[(size_t)r * ws + (size_t)k]) * ll_bf16_to_fp32(b[t][k]));
+            out[(size_t)t * out_stride + (size_t)r] = (float)sum;
+        }
 }
+
+/* Six rows at a time into the scratch, then every four-token tile against them; the
+ * tile's shape a constant in each case, so it stays in registers. A macro, not a
+ * function, so that each kernel keeps its own target. */
+#define PASS_CASE(TILE, R_, T_) case (R_) * 8 + (T_): TILE(R_, T_, n, o, out_stride, wr, ws, xt, x_stride); break
+#define GEMM_PASS(TILE, N_PASS)                                                                                    \
+    do {                                                                                                           \
+        const size_t ws = (size_t)ll_gemm_row_stride(n);                                                           \
+        const int block = ll_gemm_block_rows(n);                                                                   \
+        uint16_t *wp = (uint16_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);                                   \
+        for (int b0 = 0; b0 < n_rows; b0 += block) {                                                               \
+            int B = n_rows - b0 < block ? n_rows - b0 : block;                                                     \
+            pass_rows(N_PASS, n, (const uint8_t *)w + (size_t)b0 * stride, stride, B, wp, ws);                     \
+            for (int t0 = 0; t0 < n_tok; t0 += PASS_T) {                                                           \
+                int T = n_tok - t0 < PASS_T ? n_tok - t0 : PASS_T;                                                 \
+                const uint8_t *xt = (const uint8_t *)x + (size_t)t0 * x_stride;                                    \
+                for (int r0 = 0; r0 < B; r0 += LL_GEMM_ROWS) {                                                     \
+                    int R = B - r0 < LL_GEMM_ROWS ? B - r0 : LL_GEMM_ROWS;                                         \
+                    float *o = out + (size_t)t0 * out_stride + (size_t)(b0 + r0);                                  \
+                    const uint16_t *wr = wp + (size_t)r0 * ws;                                                     \
+                    switch (R * 8 + T) {                                                                           \
+                    PASS_CASE(TILE, 6, 4); PASS_CASE(TILE, 6, 3); PASS_CASE(TILE, 6, 2); PASS_CASE(TILE, 6, 1);    \
+                    PASS_CASE(TILE, 5, 4); PASS_CASE(TILE, 5, 3); PASS_CASE(TILE, 5, 2); PASS_CASE(TILE, 5, 1);    \
+                    PASS_CASE(TILE, 4, 4); PASS_CASE(TILE, 4, 3); PASS_CASE(TILE, 4, 2); PASS_CASE(TILE, 4, 1);    \
+                    PASS_CASE(TILE, 3, 4); PASS_CASE(TILE, 3, 3); PASS_CASE(TILE, 3, 2); PASS_CASE(TILE, 3, 1);    \
+                    PASS_CASE(TILE, 2, 4); PASS_CASE(TILE, 2, 3); PASS_CASE(TILE, 2, 2); PASS_CASE(TILE, 2, 1);    \
+                    PASS_CASE(TILE, 1, 4); PASS_CASE(TILE, 1, 3); PASS_CASE(TILE, 1, 2); PASS_CASE(TILE, 1, 1);    \
+                    }                                                                                              \
+                }                                                                                                  \
+            }                                                                                                      \
+        }                                                                                                          \
+    } while (0)
 
 static void gemm_f16(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, int n_rows, const void *x,
                      size_t x_stride, int n_tok, void *scratch) {
-    gemm_pass(LLAMBDA_TYPE_F16, n, out, out_stride, w, stride, n_rows, x, x_stride, n_tok, scratch);
+    GEMM_PASS(pass_tile_f16, 4);
 }
-static void gemm_bf16(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, int n_rows, const void *x,
-                      size_t x_stride, int n_tok, void *scratch) {
-    gemm_pass(LLAMBDA_TYPE_BF16, n, out, out_stride, w, stride, n_rows, x, x_stride, n_tok, scratch);
+static BF16_TARGET void gemm_bf16(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, int n_rows,
+                                  const void *x, size_t x_stride, int n_tok, void *scratch) {
+    GEMM_PASS(pass_tile_bf16, 2);
 }
 #endif
 
@@ -3153,16 +3235,19 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->dot_packed[LLAMBDA_TYPE_Q6_K] = dot_q6_K_r8;
     k->pack_x8[LLAMBDA_TYPE_Q5_K] = pack_q5_K_x8;
     k->dot_packed[LLAMBDA_TYPE_Q5_K] = dot_q5_K_packed;
-    k->vec_dot_x8[LLAMBDA_TYPE_BF16] = dot_bf16_x8;
     k->vec_dot_x8[LLAMBDA_TYPE_F16] = dot_f16_x8;
     k->gemm[LLAMBDA_TYPE_F32] = gemm_f32;
     k->gemm[LLAMBDA_TYPE_F16] = gemm_f16;
-    k->gemm[LLAMBDA_TYPE_BF16] = gemm_bf16;
     k->gemm_act[LLAMBDA_TYPE_F32] = LLAMBDA_TYPE_F32;
     k->gemm_act[LLAMBDA_TYPE_F16] = LL_ACT_F16_PASS;
-    k->gemm_act[LLAMBDA_TYPE_BF16] = LL_ACT_BF16_PASS;
     k->from_float[LL_ACT_F16_PASS] = pass_row_f16;
-    k->from_float[LL_ACT_BF16_PASS] = pass_row_bf16;
+    if (ll_cpu_has_avx512_bf16()) {   /* else BF16 keeps dot_bf16, the emulation */
+        k->vec_dot[LLAMBDA_TYPE_BF16] = dot_bf16_dp;
+        k->vec_dot_x8[LLAMBDA_TYPE_BF16] = dot_bf16_x8;
+        k->gemm[LLAMBDA_TYPE_BF16] = gemm_bf16;
+        k->gemm_act[LLAMBDA_TYPE_BF16] = LL_ACT_BF16_PASS;
+        k->from_float[LL_ACT_BF16_PASS] = pass_row_bf16;
+    }
 #endif
     k->vec_dot[LLAMBDA_TYPE_Q5_K] = dot_q5_K;
     k->vec_dot[LLAMBDA_TYPE_Q6_K] = dot_q6_K;

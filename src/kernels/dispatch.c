@@ -35,7 +35,7 @@ int ll_vec_dot_type(int t) {
     switch (t) {
     case LLAMBDA_TYPE_F32: return t;
     case LLAMBDA_TYPE_F16: return LL_ACT_F16_AS_F32;
-    case LLAMBDA_TYPE_BF16: return LL_ACT_BF16_AS_F32;
+    case LLAMBDA_TYPE_BF16: return LLAMBDA_TYPE_BF16;
     case LLAMBDA_TYPE_Q4_0: case LLAMBDA_TYPE_Q5_0: case LLAMBDA_TYPE_Q8_0:
     case LLAMBDA_TYPE_IQ4_NL: case LLAMBDA_TYPE_MXFP4: return LLAMBDA_TYPE_Q8_0;
     case LLAMBDA_TYPE_Q4_1: case LLAMBDA_TYPE_Q5_1: return LLAMBDA_TYPE_Q8_1;
@@ -46,7 +46,7 @@ int ll_vec_dot_type(int t) {
 }
 
 size_t ll_act_row_bytes(int vdt, int64_t n) {
-    if (vdt == LL_ACT_F16_AS_F32 || vdt == LL_ACT_BF16_AS_F32) return (size_t)n * 4 + 64;
+    if (vdt == LL_ACT_F16_AS_F32) return (size_t)n * 4 + 64;
     if (vdt == LL_ACT_F16_PASS || vdt == LL_ACT_BF16_PASS) return (size_t)n * 2 + 64;
     return (size_t)llambda_type_row_bytes(vdt, n);
 }

@@ -69,20 +69,19 @@ static float reduce16(const float a[16]) {
     return hsum8(t8);
 }
 
-/* BF16: two 16-lane fused accumulators (the first and second halves of every 32
- * elements), each reduced to a float and summed in double with the tail, as llama.cpp's
- * AVX-512 path lays its two accumulators out; vectorizes on every ISA with these bits. */
+/* BF16 against bf16 activations, as llama.cpp computes it on CPUs with AVX512_BF16: per
+ * 64 elements, one vdpbf16ps on the first 32 and one on the second 32 into two 16-lane
+ * accumulators, each reduced to a float and summed in double with the tail. Lane l of a
+ * vdpbf16ps takes the pair (2l, 2l + 1): ll_dpbf16_lane says how, to the bit. */
 static void dot_bf16(int64_t n, float *s, const void *w, const void *x) {
-    const uint16_t *a = w;
-    const float *b = x;   /* rounded to bf16, held as f32 (LL_ACT_BF16_AS_F32) */
+    const uint16_t *a = w, *b = x;
     float acc[2][16] = {{0}};
     int64_t i = 0;
-    for (; i + 32 <= n; i += 32)
+    for (; i + 64 <= n; i += 64)
         for (int h = 0; h < 2; h++)
-            for (int l = 0; l < 16; l++)
-                acc[h][l] = fmaf(ll_bf16_to_fp32(a[i + 16 * h + l]), b[i + 16 * h + l], acc[h][l]);
+            for (int l = 0; l < 16; l++) acc[h][l] = ll_dpbf16_lane(acc[h][l], a + i + 32 * h + 2 * l, b + i + 32 * h + 2 * l);
     double sum = (double)reduce16(acc[0]) + (double)reduce16(acc[1]);
-    for (; i < n; i++) sum += (double)(ll_bf16_to_fp32(a[i]) * b[i]);
+    for (; i < n; i++) sum += (double)(ll_bf16_to_fp32(a[i]) * ll_bf16_to_fp32(b[i]));
     *s = (float)sum;
 }
 
@@ -441,7 +440,6 @@ void ll_kernels_scalar(ll_kernels *k) {
     k->from_float[LLAMBDA_TYPE_F16] = ll_convert_row_f16;
     k->from_float[LLAMBDA_TYPE_BF16] = ll_convert_row_bf16;
     k->from_float[LL_ACT_F16_AS_F32] = ll_round_row_f16;
-    k->from_float[LL_ACT_BF16_AS_F32] = ll_round_row_bf16;
     k->from_float[LL_ACT_F16_PASS] = ll_pass_row_f16;
     k->from_float[LL_ACT_BF16_PASS] = ll_pass_row_bf16;
     k->from_float[LLAMBDA_TYPE_Q8_0] = ll_quantize_row_q8_0;

@@ -55,14 +55,10 @@ void ll_convert_row_bf16(const float *x, void *y, int64_t n) {
     uint16_t *o = y;
     for (int64_t i = 0; i < n; i++) o[i] = ll_fp32_to_bf16(x[i]);
 }
-/* f32 -> f16 (bf16) -> f32: the activation formats LL_ACT_F16_AS_F32 / LL_ACT_BF16_AS_F32 */
+/* f32 -> f16 -> f32: the activation format LL_ACT_F16_AS_F32 */
 void ll_round_row_f16(const float *x, void *y, int64_t n) {
     float *o = y;
     for (int64_t i = 0; i < n; i++) o[i] = ll_fp16_to_fp32(ll_fp32_to_fp16(x[i]));
-}
-void ll_round_row_bf16(const float *x, void *y, int64_t n) {
-    float *o = y;
-    for (int64_t i = 0; i < n; i++) o[i] = ll_bf16_to_fp32(ll_fp32_to_bf16(x[i]));
 }
 /* The same rounded values as 16-bit numbers in pass order (LL_ACT_F16_PASS / _BF16_PASS) */
 void ll_pass_row_f16(const float *x, void *y, int64_t n) {
