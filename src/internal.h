@@ -234,7 +234,11 @@ typedef struct ll_kernels {
      * accumulator (acc16: D halves of scratch). out: nh rows of D. */
     void (*attend_f16)(const uint16_t *q16, const uint16_t *K, const uint16_t *V, int W, int D, int nh, int first,
                        int n, int ring, float scale, uint16_t *acc16, float *out);
+    /* y[i] = expf(x[i]), the C library's bits (softmax weights that must match llama.cpp's,
+     * which calls expf) */
+    void (*expf_row)(float *y, const float *x, int n);
 } ll_kernels;
+void ll_expf_row_libm(float *y, const float *x, int n);
 void ll_attend_f16_scalar(const uint16_t *q16, const uint16_t *K, const uint16_t *V, int W, int D, int nh, int first,
                           int n, int ring, float scale, uint16_t *acc16, float *out);
 

@@ -292,6 +292,35 @@ int main(void) {
         for (int v = 0; v < ns; v++)
             for (int ri = 0; ri < 4; ri++) compare_bf16_range(&scalar, &sets[v], ranges[ri][0], ranges[ri][1]);
     }
+    TEST("kernels: every ISA's expf gives the C library's bits (a sweep of all floats)") {
+        enum { N = 4096 };
+        static float x[N], want[N], got[N];
+        ll_kernels kk[3];
+        int nk = 0;
+        kk[nk++] = scalar;
+#ifdef LL_HAVE_AVX2
+        if (ll_cpu_has_avx2()) { kk[nk] = scalar; ll_kernels_avx2(&kk[nk++]); }
+        if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) { kk[nk] = scalar; ll_kernels_avx512(&kk[nk++]); }
+#if defined(__GLIBC__)
+        for (int v = 1; v < nk; v++)   /* this libm is the one the vector path follows: it must be on */
+            CHECK(kk[v].expf_row != ll_expf_row_libm, "%s: vector expf disabled by its start-up check", kk[v].isa);
+#endif
+#endif
+        long bad = 0, total = 0;
+        for (uint64_t b0 = 0; b0 < (1ull << 32); b0 += (uint64_t)N * 997) {
+            for (int i = 0; i < N; i++) {
+                uint32_t u = (uint32_t)(b0 + (uint64_t)i * 997);
+                memcpy(&x[i], &u, 4);
+            }
+            for (int i = 0; i < N; i++) want[i] = expf(x[i]);
+            for (int v = 0; v < nk; v++) {
+                kk[v].expf_row(got, x, N - (int)(b0 % 7));   /* and tails of every length */
+                for (int i = 0; i < N - (int)(b0 % 7); i++) bad += memcmp(&got[i], &want[i], 4) != 0 && !(isnan(got[i]) && isnan(want[i]));
+                total += N - (int)(b0 % 7);
+            }
+        }
+        CHECK(!bad, "expf_row differs from expf in %ld of %ld values", bad, total);
+    }
     TEST("kernels: vector SwiGLU gives the scalar bits") {
         enum { N = 1000 };   /* not a multiple of 16: the libm tail too */
         float g[N], u[N], want[N], got[N];

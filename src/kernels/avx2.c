@@ -2850,6 +2850,108 @@ static void quantize_row_q8_0(const float *x, void *dst, int64_t n) {
     }
 }
 
+/* expf as glibc computes it (since 2.28; __expf_fma on x86-64 with FMA): x in double,
+ * k = round(x·32/ln 2) by adding 1.5·2^52, r = x·32/ln 2 - k (both fused), 2^(k/32) from
+ * a table of 2^(i/32) with k/32's integer part added to the exponent bits, a cubic in r,
+ * rounded once to float. Only |x| < 88 (top bits of x below 0x42b) takes this path; other
+ * lanes (overflow, underflow, infinities, NaN) call expf itself. The table is made at
+ * start-up and the whole path checked against the C library's expf there (vexp_check);
+ * if any input differs (another libm), expf_row calls expf for every element. */
+static const double vexp_inv_ln2_n = 0x1.71547652b82fep+5, vexp_shift = 0x1.8p+52;
+static const double vexp_c0 = 0x1.c6af84b912394p-5 / 32 / 32 / 32, vexp_c1 = 0x1.ebfce50fac4f3p-3 / 32 / 32,
+                    vexp_c2 = 0x1.62e42ff0c52d6p-1 / 32;
+static uint64_t vexp_table[32];   /* bits of 2^(i/32) less i << 47 */
+static int vexp_ok;
+
+/* lanes whose |x| is < 88 (a 1 per lane in the mask's low bits) */
+static inline int vexp_plain_lanes(__m256 x) {
+    __m256i top = _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(x), 20), _mm256_set1_epi32(0x7ff));
+    return _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(0x42b), top)));
+}
+
+#ifdef LL_AVX512
+static inline __m256 vexp8(__m256 x) {
+    const __m512i t_lo = _mm512_loadu_si512(vexp_table), t_hi = _mm512_loadu_si512(vexp_table + 8);
+    const __m512i t_lo2 = _mm512_loadu_si512(vexp_table + 16), t_hi2 = _mm512_loadu_si512(vexp_table + 24);
+    __m512d xd = _mm512_cvtps_pd(x);
+    __m512d kd = _mm512_fmadd_pd(_mm512_set1_pd(vexp_inv_ln2_n), xd, _mm512_set1_pd(vexp_shift));
+    __m512i ki = _mm512_castpd_si512(kd);
+    kd = _mm512_sub_pd(kd, _mm512_set1_pd(vexp_shift));
+    __m512d r = _mm512_fmsub_pd(_mm512_set1_pd(vexp_inv_ln2_n), xd, kd);
+    __m512i t0 = _mm512_permutex2var_epi64(t_lo, ki, t_hi), t1 = _mm512_permutex2var_epi64(t_lo2, ki, t_hi2);
+    __mmask8 upper = _mm512_test_epi64_mask(ki, _mm512_set1_epi64(16));
+    __m512i t = _mm512_add_epi64(_mm512_mask_blend_epi64(upper, t0, t1), _mm512_slli_epi64(ki, 47));
+    __m512d z = _mm512_fmadd_pd(r, _mm512_set1_pd(vexp_c0), _mm512_set1_pd(vexp_c1));
+    __m512d r2 = _mm512_mul_pd(r, r);
+    __m512d y = _mm512_fmadd_pd(r, _mm512_set1_pd(vexp_c2), _mm512_set1_pd(1.0));
+    y = _mm512_fmadd_pd(z, r2, y);
+    return _mm512_cvtpd_ps(_mm512_mul_pd(y, _mm512_castsi512_pd(t)));
+}
+#else
+static inline __m128 vexp4(__m128 x) {
+    __m256d xd = _mm256_cvtps_pd(x);
+    __m256d kd = _mm256_fmadd_pd(_mm256_set1_pd(vexp_inv_ln2_n), xd, _mm256_set1_pd(vexp_shift));
+    __m256i ki = _mm256_castpd_si256(kd);
+    kd = _mm256_sub_pd(kd, _mm256_set1_pd(vexp_shift));
+    __m256d r = _mm256_fmsub_pd(_mm256_set1_pd(vexp_inv_ln2_n), xd, kd);
+    __m256i idx = _mm256_and_si256(ki, _mm256_set1_epi64x(31));
+    __m256i t = _mm256_i64gather_epi64((const long long *)vexp_table, idx, 8);
+    t = _mm256_add_epi64(t, _mm256_slli_epi64(ki, 47));
+    __m256d z = _mm256_fmadd_pd(r, _mm256_set1_pd(vexp_c0), _mm256_set1_pd(vexp_c1));
+    __m256d r2 = _mm256_mul_pd(r, r);
+    __m256d y = _mm256_fmadd_pd(r, _mm256_set1_pd(vexp_c2), _mm256_set1_pd(1.0));
+    y = _mm256_fmadd_pd(z, r2, y);
+    return _mm256_cvtpd_ps(_mm256_mul_pd(y, _mm256_castsi256_pd(t)));
+}
+static inline __m256 vexp8(__m256 x) {
+    return _mm256_set_m128(vexp4(_mm256_extractf128_ps(x, 1)), vexp4(_mm256_castps256_ps128(x)));
+}
+#endif
+
+static void expf_row_vec(float *y, const float *x, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        int plain = vexp_plain_lanes(v);
+        _mm256_storeu_ps(y + i, vexp8(v));
+        if (plain != 0xff)
+            for (int l = 0; l < 8; l++)
+                if (!(plain >> l & 1)) y[i + l] = expf(x[i + l]);
+    }
+    for (; i < n; i++) y[i] = expf(x[i]);
+}
+
+static void expf_row(float *y, const float *x, int n) {
+    if (vexp_ok) expf_row_vec(y, x, n);
+    else ll_expf_row_libm(y, x, n);
+}
+
+/* The table, then the vector path against expf on inputs across the plain range (every
+ * table entry, both signs, the ends) */
+static void vexp_check(void) {
+    for (int i = 0; i < 32; i++) {
+        double v = (double)exp2l((long double)i / 32);
+        uint64_t u;
+        memcpy(&u, &v, 8);
+        vexp_table[i] = u - ((uint64_t)i << 47);
+    }
+    enum { N = 4096 };
+    float x[N], got[N];
+    uint32_t u = 0x9e3779b9u;
+    for (int i = 0; i < N; i++) {
+        u = u * 1664525u + 1013904223u;
+        x[i] = i < N / 2 ? -88.0f * (float)(u >> 8) * 0x1p-24f : 88.0f * ((float)(u >> 8) * 0x1p-23f - 1.0f);
+    }
+    x[0] = 0.0f; x[1] = -0.0f; x[2] = -87.9999f; x[3] = 87.9999f; x[4] = 1e-30f; x[5] = -1e-30f;
+    expf_row_vec(got, x, N);
+    int ok = 1;
+    for (int i = 0; i < N; i++) {
+        float want = expf(x[i]);
+        ok &= memcmp(&want, &got[i], 4) == 0;
+    }
+    vexp_ok = ok;
+}
+
 /* ll_attend_f16_scalar in three passes over chunks of keys, with the same operations per
  * head in the same order: the scores of all heads (independent, so they pipeline), then
  * each head's running max, sum and factors (the libm expf calls of the scalar loop), then
@@ -2933,7 +3035,7 @@ static inline __attribute__((always_inline)) void att_accumulate_zmm(float *accf
 
 /* dot_x_f16 of a widened query against a key widened once for all heads (D a multiple of
  * 64, so no tail): its lanes 16 a register, its reduction step for step */
-static inline float dot_qk_zmm(const float *q, const __m512 *kz, int nz) {
+static inline __attribute__((always_inline)) float dot_qk_zmm(const float *q, const __m512 *kz, int nz) {
     __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
     for (int b = 0; b < nz; b += 4)
         #pragma GCC unroll 4
@@ -2970,6 +3072,12 @@ static void attend_f16(const uint16_t *q16, const uint16_t *K, const uint16_t *V
         for (int j = 0; j < m; j++) {
             const uint16_t *kk = K + (size_t)((first + c0 + j) % ring) * W;
 #ifdef LL_AVX512
+            if (D == 64) {   /* the common size: the key stays in four registers */
+                __m512 kz[4];
+                for (int b = 0; b < 4; b++) kz[b] = load_f16x16(kk + 16 * b);
+                for (int h = 0; h < nh; h++) sc[h][j] = dot_qk_zmm(qf[h], kz, 4) * scale;
+                continue;
+            }
             if (D % 64 == 0) {
                 __m512 kz[32];
                 for (int b = 0; b < D / 16; b++) kz[b] = load_f16x16(kk + 16 * b);
@@ -2980,11 +3088,20 @@ static void attend_f16(const uint16_t *q16, const uint16_t *K, const uint16_t *V
             for (int h = 0; h < nh; h++) sc[h][j] = dot_f32w_f16(qf[h], kk, D) * scale;
         }
         for (int h = 0; h < nh; h++) {
-            float Mh = M[h], Sh = S[h];   /* in registers: the sum's chain is the loop's only one */
+            /* the scalar loop's expf arguments first (each key against the running max
+             * before it), then all the exponentials at once, then its assignments */
+            float arg[ATT_CHUNK], e[ATT_CHUNK], Mh = M[h], Sh = S[h];   /* in registers */
             for (int j = 0; j < m; j++) {
-                float s = sc[h][j], a, b;
-                if (s > Mh) { a = expf(Mh - s); b = 1.0f; Mh = s; }
-                else { a = 1.0f; b = expf(s - Mh); }
+                float s = sc[h][j];
+                if (s > Mh) { arg[j] = Mh - s; Mh = s; }
+                else arg[j] = s - Mh;
+            }
+            expf_row(e, arg, m);
+            Mh = M[h];
+            for (int j = 0; j < m; j++) {
+                float s = sc[h][j], a = 1.0f, b = 1.0f;
+                if (s > Mh) { a = e[j]; Mh = s; }   /* the same questions, the same answers */
+                else b = e[j];
                 ms[h][j] = a;
                 vs[h][j] = b;
                 Sh = fmaf(Sh, a, b);
@@ -3278,6 +3395,8 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->dot_packed[LLAMBDA_TYPE_IQ4_XS] = dot_iq4_xs_packed;
     k->dot_f16_f16 = dot_f16_f16;
     k->attend_f16 = attend_f16;
+    vexp_check();
+    k->expf_row = vexp_ok ? expf_row_vec : ll_expf_row_libm;
     k->swiglu = swiglu;
     k->geglu = geglu;
     k->axpy = axpy;

@@ -359,6 +359,10 @@ void ll_attend_f16_scalar(const uint16_t *q16, const uint16_t *K, const uint16_t
         attend_f16_head(q16 + (size_t)h * D, K, V, W, D, first, n, ring, scale, acc16, out + (size_t)h * D);
 }
 
+void ll_expf_row_libm(float *y, const float *x, int n) {
+    for (int i = 0; i < n; i++) y[i] = expf(x[i]);
+}
+
 static void axpy(float *y, const float *x, float a, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = fmaf(x[i], a, y[i]);
 }
@@ -436,6 +440,7 @@ void ll_kernels_scalar(ll_kernels *k) {
     k->vec_dot[LLAMBDA_TYPE_IQ4_XS] = dot_iq4_xs;
     k->dot_f16_f16 = ll_dot_f16_f16;
     k->attend_f16 = ll_attend_f16_scalar;
+    k->expf_row = ll_expf_row_libm;
     k->from_float[LLAMBDA_TYPE_F32] = ll_convert_row_f32;
     k->from_float[LLAMBDA_TYPE_F16] = ll_convert_row_f16;
     k->from_float[LLAMBDA_TYPE_BF16] = ll_convert_row_bf16;
