@@ -3047,6 +3047,14 @@ static inline __attribute__((always_inline)) float dot_qk_zmm(const float *q, co
     r = _mm_add_ss(r, _mm_movehdup_ps(r));
     return _mm_cvtss_f32(r);
 }
+
+/* one key's scores against nh widened queries (nz registers a head, a constant) */
+static inline __attribute__((always_inline)) void qk_scores_zmm(const uint16_t *kk, float (*qf)[512], int nh, const int nz,
+                                                                float scale, float *sc) {
+    __m512 kz[8];
+    for (int b = 0; b < nz; b++) kz[b] = load_f16x16(kk + 16 * b);
+    for (int h = 0; h < nh; h++) sc[h * ATT_CHUNK] = dot_qk_zmm(qf[h], kz, nz) * scale;
+}
 #endif
 
 static void attend_f16(const uint16_t *q16, const uint16_t *K, const uint16_t *V, int W, int D, int nh, int first,
@@ -3072,10 +3080,9 @@ static void attend_f16(const uint16_t *q16, const uint16_t *K, const uint16_t *V
         for (int j = 0; j < m; j++) {
             const uint16_t *kk = K + (size_t)((first + c0 + j) % ring) * W;
 #ifdef LL_AVX512
-            if (D == 64) {   /* the common size: the key stays in four registers */
-                __m512 kz[4];
-                for (int b = 0; b < 4; b++) kz[b] = load_f16x16(kk + 16 * b);
-                for (int h = 0; h < nh; h++) sc[h][j] = dot_qk_zmm(qf[h], kz, 4) * scale;
+            if (D == 64 || D == 128) {   /* the common sizes: the key stays in registers */
+                if (D == 64) qk_scores_zmm(kk, qf, nh, 4, scale, &sc[0][j]);
+                else qk_scores_zmm(kk, qf, nh, 8, scale, &sc[0][j]);
                 continue;
             }
             if (D % 64 == 0) {
