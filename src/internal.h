@@ -176,10 +176,11 @@ typedef void (*ll_gemm_fn)(int64_t n, float *out, size_t out_stride, const void 
 #define LL_GEMM_BLOCK_BYTES (192 * 1024)   /* reordered weight rows a prompt kernel keeps (L2) */
 /* A reordered row's stride in elements: n rounded up to 32 (bytes a multiple of 64) */
 static inline int64_t ll_gemm_row_stride(int64_t n) { return (n + 31) & ~(int64_t)31; }
-/* How many rows a prompt kernel reorders at a time: whole tiles, as many as fit the block */
+/* How many rows a prompt kernel reorders at a time: whole tiles, as many as fit the block
+ * (a work item has fewer rows than that for most widths: then all of them) */
 static inline int ll_gemm_block_rows(int64_t n) {
     int64_t p = LL_GEMM_BLOCK_BYTES / ((int64_t)LL_GEMM_ROWS * ll_gemm_row_stride(n) * 2);
-    return (p < 1 ? 1 : p > 11 ? 11 : (int)p) * LL_GEMM_ROWS;
+    return (p < 1 ? 1 : p > 64 ? 64 : (int)p) * LL_GEMM_ROWS;
 }
 /* room for the block, plus room to align the start; never less than LL_GEMM_BLOCK_BYTES,
  * so it grows with n and a context sized for its widest row has room for every other */
