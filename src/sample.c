@@ -102,6 +102,26 @@ static void top_k(cand *c, int n, int k) {
     qsort(c, (size_t)k, sizeof *c, cand_desc);
 }
 
+/* Keep the smallest best-first prefix whose probability reaches p. Only that prefix needs
+ * sorting: the best 64, 256, ... are selected and sorted until their mass reaches p (a
+ * whole vocabulary sorted per token cost ~10 ms at 128k entries). The total is summed in
+ * the candidates' order, so the cut does not depend on how much was sorted. */
+static int top_p(cand *c, int n, int sorted, float p) {
+    float mx = -INFINITY, sum = 0;
+    for (int i = 0; i < n; i++) if (c[i].logit > mx) mx = c[i].logit;
+    for (int i = 0; i < n; i++) sum += expf(c[i].logit - mx);
+    for (int m = sorted ? n : 64;; m *= 4) {
+        if (m >= n) m = n;
+        if (!sorted) top_k(c, n, m);
+        float cum = 0;
+        for (int i = 0; i < m; i++) {
+            cum += expf(c[i].logit - mx) / sum;
+            if (cum >= p) return i + 1;
+        }
+        if (m == n) return n;
+    }
+}
+
 /* banned (optional): tokens that must not be drawn (their logit becomes -inf) */
 int32_t ll_sample_logits(ll_sampler *s, const float *logits, int n_vocab, const uint8_t *banned) {
     const llambda_sampler_params *p = &s->p;
@@ -123,16 +143,7 @@ int32_t ll_sample_logits(ll_sampler *s, const float *logits, int n_vocab, const 
         return c[best].id;
     }
     if (p->top_k > 0 && p->top_k < n) { top_k(c, n, p->top_k); n = p->top_k; sorted = 1; }
-    if (p->top_p < 1.0f) {
-        if (!sorted) { qsort(c, (size_t)n, sizeof *c, cand_desc); sorted = 1; }
-        float mx = c[0].logit, sum = 0;
-        for (int i = 0; i < n; i++) sum += expf(c[i].logit - mx);
-        float cum = 0;
-        for (int i = 0; i < n; i++) {
-            cum += expf(c[i].logit - mx) / sum;
-            if (cum >= p->top_p) { n = i + 1; break; }
-        }
-    }
+    if (p->top_p < 1.0f) n = top_p(c, n, sorted, p->top_p), sorted = 1;
     if (p->min_p > 0) {
         float mx = -INFINITY;
         for (int i = 0; i < n; i++) if (c[i].logit > mx) mx = c[i].logit;

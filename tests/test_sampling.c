@@ -57,6 +57,38 @@ int main(void) {
         llambda_sampler_free(s);
         CHECK(ok, "greedy drew something other than the argmax");
     }
+    TEST("sampling: top-p over a large vocabulary keeps exactly the nucleus (only a prefix sorted)") {
+        /* token of rank r (a shuffled id) has logit -0.002·r: the 0.9 nucleus is ranks 0..1151,
+         * past the first sorted prefixes of 64 and 256 */
+        enum { NV = 30000 };
+        static float lg[NV];
+        static int rank_of[NV];
+        uint32_t u = 12345;
+        for (int i = 0; i < NV; i++) rank_of[i] = i;
+        for (int i = NV - 1; i > 0; i--) {
+            u = u * 1664525u + 1013904223u;
+            int j = (int)(u % (uint32_t)(i + 1)), t = rank_of[i];
+            rank_of[i] = rank_of[j]; rank_of[j] = t;
+        }
+        for (int i = 0; i < NV; i++) lg[i] = -0.002f * (float)rank_of[i];
+        int cut = 0;   /* the nucleus, in double: the smallest prefix reaching 0.9 */
+        double z = 0, cum = 0;
+        for (int r = 0; r < NV; r++) z += exp(-0.002 * r);
+        while (cum < 0.9) cum += exp(-0.002 * cut++) / z;
+        llambda_sampler_params p = base();
+        p.top_p = 0.9f;
+        llambda_sampler *smp = llambda_sampler_new(NV, &p);
+        int worst = 0, past_1024 = 0;
+        for (int d = 0; d < 3000; d++) {
+            int r = rank_of[llambda_sampler_sample(smp, lg)];
+            if (r > worst) worst = r;
+            past_1024 += r >= 1024;
+        }
+        llambda_sampler_free(smp);
+        printf("  nucleus %d tokens; deepest rank drawn %d; %d of 3000 draws past rank 1024\n", cut, worst, past_1024);
+        CHECK(worst <= cut, "drew rank %d, outside the %d-token nucleus", worst, cut);
+        CHECK(past_1024 > 30, "only %d draws past rank 1024 (expected ~87): the nucleus was cut short", past_1024);
+    }
     TEST("sampling: the same seed reproduces, another seed differs") {
         llambda_sampler_params p = base();
         int32_t a[200], b[200], c[200];
