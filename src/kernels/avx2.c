@@ -6,6 +6,7 @@
  * steps become VNNI instructions and the compiler gets 32 vector registers. */
 #include "../internal.h"
 #include <cpuid.h>
+#include <pthread.h>
 #ifdef __clang__
 #pragma STDC FP_CONTRACT OFF   /* a*b + c stays two roundings, as in the scalar kernels (gcc: -std=c11 does this) */
 #endif
@@ -2862,6 +2863,7 @@ static const double vexp_c0 = 0x1.c6af84b912394p-5 / 32 / 32 / 32, vexp_c1 = 0x1
                     vexp_c2 = 0x1.62e42ff0c52d6p-1 / 32;
 static uint64_t vexp_table[32];   /* bits of 2^(i/32) less i << 47 */
 static int vexp_ok;
+static pthread_once_t vexp_once = PTHREAD_ONCE_INIT;
 
 /* lanes whose |x| is < 88 (a 1 per lane in the mask's low bits) */
 static inline int vexp_plain_lanes(__m256 x) {
@@ -2927,7 +2929,8 @@ static void expf_row(float *y, const float *x, int n) {
 }
 
 /* The table, then the vector path against expf on inputs across the plain range (every
- * table entry, both signs, the ends) */
+ * table entry, both signs, the ends); once (vexp_once), so that a kernel set made again
+ * never rewrites the table under a running attention */
 static void vexp_check(void) {
     for (int i = 0; i < 32; i++) {
         double v = (double)exp2l((long double)i / 32);
@@ -3402,7 +3405,7 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->dot_packed[LLAMBDA_TYPE_IQ4_XS] = dot_iq4_xs_packed;
     k->dot_f16_f16 = dot_f16_f16;
     k->attend_f16 = attend_f16;
-    vexp_check();
+    pthread_once(&vexp_once, vexp_check);
     k->expf_row = vexp_ok ? expf_row_vec : ll_expf_row_libm;
     k->swiglu = swiglu;
     k->geglu = geglu;
