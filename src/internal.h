@@ -23,9 +23,12 @@ typedef struct ll_mapping { void *addr; size_t size; int owned_heap; } ll_mappin
 llambda_status ll_map_file(const char *path, int use_mmap, ll_mapping *m);
 void ll_unmap(ll_mapping *m);
 int ll_n_cpus(void);
-uint64_t ll_mem_available(void);
+uint64_t ll_mem_available(void);            /* free physical memory in bytes, 0 if unknown */
 void *ll_alloc_large(size_t size);          /* zeroed, page-aligned; NULL on failure */
-void ll_free_large(void *p, size_t size);   /* free physical memory in bytes, 0 if unknown */
+void ll_free_large(void *p, size_t size);
+/* Unmap from this process the whole pages inside [p, p + size) of a read-only file mapping:
+ * they stay in the page cache and fault back in if read again. */
+void ll_release_mapped(const void *p, size_t size);
 double ll_time_seconds(void);
 
 /* ------------------------------------------------------------------ fp16 / bf16 */

@@ -71,6 +71,16 @@ void ll_free_large(void *p, size_t size) {
     if (p) munmap(p, size);
 }
 
+void ll_release_mapped(const void *p, size_t size) {
+#ifdef MADV_DONTNEED
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = ((uintptr_t)p + page - 1) & ~(page - 1),
+              b = ((uintptr_t)p + size) & ~(page - 1);
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+#else
+    (void)p; (void)size;
+#endif
+}
+
 /* Linux's MemAvailable (free plus reclaimable page cache), else the free pages. */
 uint64_t ll_mem_available(void) {
     FILE *f = fopen("/proc/meminfo", "r");

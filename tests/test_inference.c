@@ -6,6 +6,8 @@
 #include <math.h>
 #include <stdint.h>
 #include <unistd.h>
+#include <limits.h>
+#include <sys/stat.h>
 
 /* ------------------------------------------------------------------ allocation counter
  * The test binary overrides malloc & co. (glibc symbol interposition) to count calls
@@ -141,6 +143,41 @@ static void test_repack_bits(const char *rel) {
     }
     llambda_model_free(plain);
     llambda_model_free(packed);
+}
+
+/* The file's bytes of a repacked tensor are read once at load and then unmapped from the
+ * process (the packed copy serves): the model's file mapping keeps few pages resident, so
+ * a repacked model is not held twice. Read from /proc/self/smaps (the mapping's Rss). */
+static void test_repack_releases_file(const char *rel) {
+    char path[PATH_MAX];
+    if (!realpath(fixture(rel), path)) { CHECK(0, "%s: no such fixture", rel); return; }
+    llambda_model *m = load(rel);
+    if (!m) return;
+    struct stat st;
+    stat(path, &st);
+    FILE *f = fopen("/proc/self/smaps", "r");
+    CHECK(f != NULL, "no /proc/self/smaps");
+    long rss_kb = 0;
+    int in_file = 0, maps = 0;
+    char line[4096];
+    while (f && fgets(line, sizeof line, f)) {
+        size_t len = strlen(line);
+        if (len && line[len - 1] == '\n') line[--len] = 0;
+        unsigned long a, b;
+        if (sscanf(line, "%lx-%lx ", &a, &b) == 2) {   /* a mapping's header line; the path ends it */
+            in_file = len >= strlen(path) && !strcmp(line + len - strlen(path), path);
+            maps += in_file;
+        } else if (in_file && !strncmp(line, "Rss:", 4)) rss_kb += atol(line + 4);
+    }
+    if (f) fclose(f);
+    uint64_t packed = llambda_model_repacked_bytes(m);
+    printf("  %s: %lld bytes, %.0f KB repacked; the file mapping keeps %ld KB resident\n", rel, (long long)st.st_size,
+           packed / 1024.0, rss_kb);
+    CHECK(maps >= 1, "%s: its mapping is not in /proc/self/smaps", rel);
+    if (packed > (uint64_t)st.st_size / 2)
+        CHECK(rss_kb * 1024 < st.st_size / 3, "%s: %ld KB of the file stay resident beside %.0f KB repacked", rel, rss_kb,
+              packed / 1024.0);
+    llambda_model_free(m);
 }
 
 /* A file the quantizer makes from the F16 fixture (types mixed as llama.cpp mixes them:
@@ -490,6 +527,8 @@ int main(void) {
     TEST("inference: logits independent of batch size and threads (F32)") test_invariance("models/tiny-llama31-F32.gguf");
     TEST("inference: logits independent of batch size and threads (gemma4 experts)") test_invariance("archs/gemma4/models/tiny-gemma4-moe-Q4_K_M.gguf");
     TEST("inference: repacked Q4_K/Q6_K weights give the mapped rows' bits (llama Q4_K_M)") test_repack_bits(LLAMA);
+    TEST("inference: a repacked tensor's file pages are let go after packing (llama Q6_K)")
+        test_repack_releases_file("models/tiny-llama31-Q6_K.gguf");
     TEST("inference: repacked Q6_K weights give the mapped rows' bits (llama Q6_K)") test_repack_bits("models/tiny-llama31-Q6_K.gguf");
     TEST("inference: repacked Q8_0 weights give the mapped rows' bits (llama Q8_0)") test_repack_bits("models/tiny-llama31-Q8_0.gguf");
     TEST("inference: repacked Q4_0 weights give the mapped rows' bits (llama Q4_0)") test_repack_bits("models/tiny-llama31-Q4_0.gguf");
