@@ -367,6 +367,11 @@ llambda_gguf *llambda_gguf_open(const char *path) {
     return r;
 }
 
+int ll_gguf_file_mapped(const llambda_gguf *g, const void *p, size_t n) {
+    const uint8_t *a = g->map.addr, *q = p;
+    return a && !g->map.owned_heap && q >= a && n <= g->map.size && (size_t)(q - a) <= g->map.size - n;
+}
+
 llambda_gguf *llambda_gguf_open_memory(const void *buf, size_t size) {
     llambda_gguf *g = calloc(1, sizeof *g);
     if (!g) { ll_error(LLAMBDA_ERR_NOMEM, "out of memory"); return NULL; }

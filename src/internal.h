@@ -29,6 +29,9 @@ void ll_free_large(void *p, size_t size);
 /* Unmap from this process the whole pages inside [p, p + size) of a read-only file mapping:
  * they stay in the page cache and fault back in if read again. */
 void ll_release_mapped(const void *p, size_t size);
+/* Whether [p, p + n) lies in the file the handle mapped from disk (not in a caller's
+ * buffer or a heap copy, whose pages ll_release_mapped would zero) */
+int ll_gguf_file_mapped(const llambda_gguf *g, const void *p, size_t n);
 double ll_time_seconds(void);
 
 /* ------------------------------------------------------------------ fp16 / bf16 */

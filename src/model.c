@@ -221,7 +221,8 @@ void ll_weight_repack(llambda_model *m, ll_weight *w) {
      * from now on the packed copy serves (the file only for an odd last rows' tile, an
      * embedding row, an accelerator's upload), so let them go: without this the process
      * held every repacked model twice (a 4.4 GB file: 8.4 GB resident). */
-    ll_release_mapped(w->data, (size_t)w->rows * w->row_bytes * (size_t)w->n_mat);
+    size_t src_bytes = (size_t)w->rows * w->row_bytes * (size_t)w->n_mat;
+    if (ll_gguf_file_mapped(m->gguf, w->data, src_bytes)) ll_release_mapped(w->data, src_bytes);
 }
 
 llambda_status ll_bind_dense_globals(llambda_model *m) {
