@@ -80,15 +80,15 @@ void llambda_sampler_accept(llambda_context *c, const int32_t *tokens, int n) {
 
 typedef struct ll_cand cand;
 
-static int cand_desc(const void *a, const void *b) {
-    const cand *x = a, *y = b;
-    if (x->logit != y->logit) return x->logit > y->logit ? -1 : 1;
-    return x->id - y->id;
+/* The candidates' order, best first: the higher logit, then the lower id. A NaN logit is
+ * before nothing and nothing is before it, so every scan below stops at one. */
+static inline int cand_before(const cand *a, const cand *b) {
+    return a->logit > b->logit || (a->logit == b->logit && a->id < b->id);
 }
 
 /* Sorting many candidates (a deep top-p nucleus): each becomes one 64-bit key whose
- * unsigned order is cand_desc's (the logit's bits made orderable and reversed above, the id
- * below; -0 counted as +0, as cand_desc's == does), sorted with inline comparisons and
+ * unsigned order is cand_before's (the logit's bits made orderable and reversed above, the
+ * id below; -0 counted as +0, as cand_before's == does), sorted with inline comparisons and
  * turned back in place: a callback per comparison made qsort three quarters of the
  * sampler's time. */
 static uint64_t cand_key(cand x) {
@@ -156,12 +156,7 @@ static void sort_cands(cand *c, int n) {
     for (int i = 0; i < n; i++) { uint64_t v; memcpy(&v, &k[i], 8); c[i] = key_cand(v); }
 }
 
-/* cand_desc's order as a test: a before b */
-static inline int cand_before(const cand *a, const cand *b) {
-    return a->logit > b->logit || (a->logit == b->logit && a->id < b->id);
-}
-
-/* Restore the heap below i: c[0..k) with the last in cand_desc's order at the root. */
+/* Restore the heap below i: c[0..k) with the last in cand_before's order at the root. */
 static void sift_worst(cand *c, int k, int i) {
     for (;;) {
         int l = 2 * i + 1, w;
@@ -190,8 +185,8 @@ static void top_k(cand *c, int n, int k) {
         cand pivot = c[(lo + hi) / 2];
         int i = lo, j = hi;
         while (i <= j) {
-            while (cand_desc(&c[i], &pivot) < 0) i++;
-            while (cand_desc(&c[j], &pivot) > 0) j--;
+            while (cand_before(&c[i], &pivot)) i++;
+            while (cand_before(&pivot, &c[j])) j--;
             if (i <= j) { cand t = c[i]; c[i] = c[j]; c[j] = t; i++; j--; }
         }
         if (k - 1 <= j) hi = j; else if (k - 1 >= i) lo = i; else break;
@@ -205,22 +200,34 @@ static void top_k(cand *c, int n, int k) {
  * `need` (p times the total) and one more for rounding; then all candidates at or above
  * that bucket go to the front. Returns how many, or 0 when the buckets cannot show it
  * (the caller then widens step by step). */
-#define NUCLEUS_BUCKETS 2048
+#define NUCLEUS_PER_UNIT 64                    /* buckets per unit of logit */
+#define NUCLEUS_BUCKETS (32 * NUCLEUS_PER_UNIT)
 static int nucleus_bound(cand *c, int n, float mx, double need) {
     int count[NUCLEUS_BUCKETS] = {0};
     for (int i = 0; i < n; i++) {
-        float d = (mx - c[i].logit) * (NUCLEUS_BUCKETS / 32);
+        float d = (mx - c[i].logit) * NUCLEUS_PER_UNIT;
         if (d < NUCLEUS_BUCKETS) count[(int)d]++;   /* NaN and -inf fail the test */
     }
     double mass = 0;
     int b = 0;
-    for (; b < NUCLEUS_BUCKETS && mass < need; b++) mass += count[b] * exp(-(double)(b + 1) / (NUCLEUS_BUCKETS / 32));
+    for (; b < NUCLEUS_BUCKETS && mass < need; b++) mass += count[b] * exp(-(double)(b + 1) / NUCLEUS_PER_UNIT);
     if (mass < need || ++b > NUCLEUS_BUCKETS) return 0;
-    float cut = mx - (float)b / (NUCLEUS_BUCKETS / 32);
+    float cut = mx - (float)b / NUCLEUS_PER_UNIT;
     int m = 0;
     for (int i = 0; i < n; i++)
         if (c[i].logit >= cut) { cand t = c[i]; c[i] = c[m]; c[m++] = t; }
     return m;
+}
+
+/* How many of the first m sorted candidates the nucleus takes: the first whose running
+ * probability reaches p ends it; 0 when none does. */
+static int nucleus_end(const cand *c, int m, float mx, float sum, float p) {
+    float cum = 0;
+    for (int i = 0; i < m; i++) {
+        cum += expf(c[i].logit - mx) / sum;
+        if (cum >= p) return i + 1;
+    }
+    return 0;
 }
 
 /* Keep the smallest best-first prefix whose probability reaches p. Only that prefix needs
@@ -235,21 +242,15 @@ static int top_p(cand *c, int n, int sorted, float p) {
         int m = nucleus_bound(c, n, mx, (double)p * sum);
         if (m > 0) {
             sort_cands(c, m);
-            float cum = 0;
-            for (int i = 0; i < m; i++) {
-                cum += expf(c[i].logit - mx) / sum;
-                if (cum >= p) return i + 1;
-            }
+            int end = nucleus_end(c, m, mx, sum, p);
+            if (end) return end;
         }
     }
     for (int m = sorted ? n : 64;; m *= 4) {
         if (m >= n) m = n;
         if (!sorted) top_k(c, n, m);
-        float cum = 0;
-        for (int i = 0; i < m; i++) {
-            cum += expf(c[i].logit - mx) / sum;
-            if (cum >= p) return i + 1;
-        }
+        int end = nucleus_end(c, m, mx, sum, p);
+        if (end) return end;
         if (m == n) return n;
     }
 }

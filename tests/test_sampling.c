@@ -131,6 +131,24 @@ int main(void) {
         printf("  %d draws compared\n", checked);
         CHECK(same, "a draw differs from the full-sort sampler's");
     }
+    TEST("sampling: NaN logits neither crash the selection nor draw outside the vocabulary") {
+        /* a NaN where quickselect takes its first pivot once read past the array (ASan) */
+        enum { NV = 2000 };
+        static float lg[NV];
+        for (int i = 0; i < NV; i++) lg[i] = (float)(i % 37) * 0.1f;
+        lg[999] = NAN; lg[5] = NAN;
+        static const struct { int top_k; float top_p; } chains[] = {{1000, 1.0f}, {40, 1.0f}, {0, 0.9f}, {300, 0.5f}};
+        for (size_t k = 0; k < sizeof chains / sizeof *chains; k++) {
+            llambda_sampler_params p = base();
+            p.top_k = chains[k].top_k; p.top_p = chains[k].top_p;
+            llambda_sampler *smp = llambda_sampler_new(NV, &p);
+            for (int d = 0; d < 20; d++) {
+                int t = llambda_sampler_sample(smp, lg);
+                CHECK(t >= 0 && t < NV, "chain %zu: drew %d", k, t);
+            }
+            llambda_sampler_free(smp);
+        }
+    }
     TEST("sampling: top-k 1 and temperature 0 are greedy") {
         llambda_sampler_params p = base();
         p.top_k = 1;
