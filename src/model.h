@@ -169,6 +169,7 @@ typedef struct ll_sampler {
     int32_t *history;          /* ring of the last repeat_last_n tokens */
     int hist_cap, hist_len, hist_pos;
     struct ll_cand { float logit; int32_t id; } *cand;  /* n_vocab candidates */
+    uint64_t *sort_buf;        /* n_vocab: the radix sort's other half */
     int *counts;               /* n_vocab, for penalties */
 } ll_sampler;
 

@@ -32,7 +32,8 @@ llambda_status ll_sampler_init(ll_sampler *s, int n_vocab, const llambda_sampler
     memset(s, 0, sizeof *s);
     s->cand = malloc((size_t)n_vocab * sizeof *s->cand);
     s->counts = calloc((size_t)n_vocab, sizeof *s->counts);
-    if (!s->cand || !s->counts) return LLAMBDA_ERR_NOMEM;
+    s->sort_buf = malloc((size_t)n_vocab * sizeof *s->sort_buf);
+    if (!s->cand || !s->counts || !s->sort_buf) return LLAMBDA_ERR_NOMEM;
     s->p = *p;
     s->hist_cap = p->repeat_last_n > 0 ? p->repeat_last_n : 0;
     if (s->hist_cap && !(s->history = malloc((size_t)s->hist_cap * sizeof *s->history))) return LLAMBDA_ERR_NOMEM;
@@ -40,7 +41,7 @@ llambda_status ll_sampler_init(ll_sampler *s, int n_vocab, const llambda_sampler
     return LLAMBDA_OK;
 }
 
-void ll_sampler_free(ll_sampler *s) { free(s->cand); free(s->counts); free(s->history); }
+void ll_sampler_free(ll_sampler *s) { free(s->cand); free(s->counts); free(s->sort_buf); free(s->history); }
 
 void ll_sampler_reset(ll_sampler *s) {
     for (int i = 0; i < s->hist_len; i++) s->counts[s->history[i]] = 0;
@@ -146,13 +147,43 @@ static void sort_u64(uint64_t *a, int n, int depth) {
     }
 }
 
-static void sort_cands(cand *c, int n) {
+/* LSD radix sort, 11 bits a pass, all six histograms counted in one sweep; a digit every
+ * key shares costs no pass (the ids' high bits, the logits' sign and exponent mostly).
+ * Stable and exact on the whole key, so the same order as any other sort of it: ~14
+ * compare-and-swap rounds over a 12k-candidate nucleus become three to five sweeps. */
+#define RADIX_BITS 11
+#define RADIX_PASSES 6   /* 66 bits >= 64 */
+static void radix_u64(uint64_t *a, uint64_t *tmp, int n) {
+    static _Thread_local uint32_t hist[RADIX_PASSES][1 << RADIX_BITS];   /* 48 KB: off the stack */
+    const uint64_t mask = (1u << RADIX_BITS) - 1;
+    memset(hist, 0, sizeof hist);
+    for (int i = 0; i < n; i++)
+        for (int p = 0; p < RADIX_PASSES; p++) hist[p][(a[i] >> (RADIX_BITS * p)) & mask]++;
+    uint64_t *src = a, *dst = tmp;
+    for (int p = 0; p < RADIX_PASSES; p++) {
+        int shift = RADIX_BITS * p;
+        uint32_t *h = hist[p];
+        if (h[(src[0] >> shift) & mask] == (uint32_t)n) continue;   /* one digit for all */
+        uint32_t at = 0;
+        for (int d = 0; d <= (int)mask; d++) { uint32_t c = h[d]; h[d] = at; at += c; }
+        for (int i = 0; i < n; i++) dst[h[(src[i] >> shift) & mask]++] = src[i];
+        uint64_t *t = src; src = dst; dst = t;
+    }
+    if (src != a) memcpy(a, src, (size_t)n * sizeof *a);
+}
+
+/* Candidates in best-first order (cand_before's), as 64-bit keys: a radix sort for many
+ * (buf: room for n keys), introsort for a few. */
+static void sort_cands(cand *c, int n, uint64_t *buf) {
     _Static_assert(sizeof(cand) == sizeof(uint64_t), "a candidate is the size of its key");
     uint64_t *k = (uint64_t *)(void *)c;
     for (int i = 0; i < n; i++) { uint64_t v = cand_key(c[i]); memcpy(&k[i], &v, 8); }
-    int depth = 2;
-    for (int m = n; m > 1; m >>= 1) depth += 2;
-    sort_u64(k, n, depth);
+    if (n >= 1024 && buf) radix_u64(k, buf, n);
+    else {
+        int depth = 2;
+        for (int m = n; m > 1; m >>= 1) depth += 2;
+        sort_u64(k, n, depth);
+    }
     for (int i = 0; i < n; i++) { uint64_t v; memcpy(&v, &k[i], 8); c[i] = key_cand(v); }
 }
 
@@ -172,12 +203,12 @@ static void sift_worst(cand *c, int k, int i) {
  * vocabulary, every token by default) keep a heap of the k best so far: nearly every
  * candidate costs one comparison with its root (0.6 ms -> 0.1 ms a token at 128k);
  * otherwise quickselect. Either way the front holds the same k in the same order. */
-static void top_k(cand *c, int n, int k) {
+static void top_k(cand *c, int n, int k, uint64_t *buf) {
     if (k <= 256 && (int64_t)k * 16 <= n) {
         for (int i = k / 2 - 1; i >= 0; i--) sift_worst(c, k, i);
         for (int i = k; i < n; i++)
             if (cand_before(&c[i], &c[0])) { cand t = c[i]; c[i] = c[0]; c[0] = t; sift_worst(c, k, 0); }
-        sort_cands(c, k);
+        sort_cands(c, k, buf);
         return;
     }
     int lo = 0, hi = n - 1;
@@ -191,7 +222,7 @@ static void top_k(cand *c, int n, int k) {
         }
         if (k - 1 <= j) hi = j; else if (k - 1 >= i) lo = i; else break;
     }
-    sort_cands(c, k);
+    sort_cands(c, k, buf);
 }
 
 /* A prefix of the best-first order sure to hold the nucleus, moved to the front unsorted:
@@ -219,13 +250,47 @@ static int nucleus_bound(cand *c, int n, float mx, double need) {
     return m;
 }
 
+/* The largest logit (NaN never is); a function of its own so that the running maximum
+ * stays in a register (inline, it lived on the stack across the expf calls that follow:
+ * a store and a load per candidate) */
+static float cand_max(const cand *c, int n) {
+    float mx = -INFINITY;
+    for (int i = 0; i < n; i++) if (c[i].logit > mx) mx = c[i].logit;
+    return mx;
+}
+
+/* y[i] = expf(c[i].logit - mx) for up to EXP_RUN candidates, through the kernels' row
+ * exponential (vectorized, the C library's bits): the sums below add the same values in
+ * the same order as a plain expf loop would */
+#define EXP_RUN 256
+static void cand_exps(const cand *c, int n, float mx, float *y) {
+    float x[EXP_RUN];
+    for (int i = 0; i < n; i++) x[i] = c[i].logit - mx;
+    ll_kernels_get()->expf_row(y, x, n);
+}
+
+/* Σ expf(c[i].logit - mx), added in order */
+static float cand_exp_sum(const cand *c, int n, float mx) {
+    float sum = 0, e[EXP_RUN];
+    for (int i0 = 0; i0 < n; i0 += EXP_RUN) {
+        int m = n - i0 < EXP_RUN ? n - i0 : EXP_RUN;
+        cand_exps(c + i0, m, mx, e);
+        for (int i = 0; i < m; i++) sum += e[i];
+    }
+    return sum;
+}
+
 /* How many of the first m sorted candidates the nucleus takes: the first whose running
  * probability reaches p ends it; 0 when none does. */
 static int nucleus_end(const cand *c, int m, float mx, float sum, float p) {
-    float cum = 0;
-    for (int i = 0; i < m; i++) {
-        cum += expf(c[i].logit - mx) / sum;
-        if (cum >= p) return i + 1;
+    float cum = 0, e[EXP_RUN];
+    for (int i0 = 0; i0 < m; i0 += EXP_RUN) {
+        int r = m - i0 < EXP_RUN ? m - i0 : EXP_RUN;
+        cand_exps(c + i0, r, mx, e);
+        for (int i = 0; i < r; i++) {
+            cum += e[i] / sum;
+            if (cum >= p) return i0 + i + 1;
+        }
     }
     return 0;
 }
@@ -234,21 +299,19 @@ static int nucleus_end(const cand *c, int m, float mx, float sum, float p) {
  * sorting: the best 64, 256, ... are selected and sorted until their mass reaches p (a
  * whole vocabulary sorted per token cost ~10 ms at 128k entries). The total is summed in
  * the candidates' order, so the cut does not depend on how much was sorted. */
-static int top_p(cand *c, int n, int sorted, float p) {
-    float mx = -INFINITY, sum = 0;
-    for (int i = 0; i < n; i++) if (c[i].logit > mx) mx = c[i].logit;
-    for (int i = 0; i < n; i++) sum += expf(c[i].logit - mx);
+static int top_p(cand *c, int n, int sorted, float p, uint64_t *buf) {
+    float mx = cand_max(c, n), sum = cand_exp_sum(c, n, mx);
     if (!sorted && n > 4096) {
         int m = nucleus_bound(c, n, mx, (double)p * sum);
         if (m > 0) {
-            sort_cands(c, m);
+            sort_cands(c, m, buf);
             int end = nucleus_end(c, m, mx, sum, p);
             if (end) return end;
         }
     }
     for (int m = sorted ? n : 64;; m *= 4) {
         if (m >= n) m = n;
-        if (!sorted) top_k(c, n, m);
+        if (!sorted) top_k(c, n, m, buf);
         int end = nucleus_end(c, m, mx, sum, p);
         if (end) return end;
         if (m == n) return n;
@@ -275,24 +338,30 @@ int32_t ll_sample_logits(ll_sampler *s, const float *logits, int n_vocab, const 
         for (int i = 1; i < n; i++) if (c[i].logit > c[best].logit) best = i;
         return c[best].id;
     }
-    if (p->top_k > 0 && p->top_k < n) { top_k(c, n, p->top_k); n = p->top_k; sorted = 1; }
-    if (p->top_p < 1.0f) n = top_p(c, n, sorted, p->top_p), sorted = 1;
+    if (p->top_k > 0 && p->top_k < n) { top_k(c, n, p->top_k, s->sort_buf); n = p->top_k; sorted = 1; }
+    if (p->top_p < 1.0f) n = top_p(c, n, sorted, p->top_p, s->sort_buf), sorted = 1;
     if (p->min_p > 0) {
-        float mx = -INFINITY;
-        for (int i = 0; i < n; i++) if (c[i].logit > mx) mx = c[i].logit;
-        float thr = mx + logf(p->min_p);
+        float thr = cand_max(c, n) + logf(p->min_p);
         int k = 0;
         for (int i = 0; i < n; i++) if (c[i].logit >= thr) c[k++] = c[i];
         n = k > 0 ? k : 1;
     }
-    float mx = -INFINITY;
-    for (int i = 0; i < n; i++) { c[i].logit /= p->temperature; if (c[i].logit > mx) mx = c[i].logit; }
+    for (int i = 0; i < n; i++) c[i].logit /= p->temperature;
+    float mx = cand_max(c, n), e[EXP_RUN];
     double total = 0;
-    for (int i = 0; i < n; i++) total += (double)expf(c[i].logit - mx);
+    for (int i0 = 0; i0 < n; i0 += EXP_RUN) {
+        int m = n - i0 < EXP_RUN ? n - i0 : EXP_RUN;
+        cand_exps(c + i0, m, mx, e);
+        for (int i = 0; i < m; i++) total += (double)e[i];
+    }
     double u = rng_uniform(s->rng) * total, run = 0;
-    for (int i = 0; i < n; i++) {
-        run += (double)expf(c[i].logit - mx);
-        if (run >= u) return c[i].id;
+    for (int i0 = 0; i0 < n; i0 += EXP_RUN) {
+        int m = n - i0 < EXP_RUN ? n - i0 : EXP_RUN;
+        cand_exps(c + i0, m, mx, e);
+        for (int i = 0; i < m; i++) {
+            run += (double)e[i];
+            if (run >= u) return c[i0 + i].id;
+        }
     }
     return c[n - 1].id;
 }
