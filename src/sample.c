@@ -149,8 +149,8 @@ static void sort_u64(uint64_t *a, int n, int depth) {
 
 /* LSD radix sort, 11 bits a pass, all six histograms counted in one sweep; a digit every
  * key shares costs no pass (the ids' high bits, the logits' sign and exponent mostly).
- * Stable and exact on the whole key, so the same order as any other sort of it: ~14
- * compare-and-swap rounds over a 12k-candidate nucleus become three to five sweeps. */
+ * Stable and exact on the whole key, so the same order as any other sort of it: at most
+ * six sweeps where a 12k-candidate nucleus took ~14 rounds of compare-and-swap. */
 #define RADIX_BITS 11
 #define RADIX_PASSES 6   /* 66 bits >= 64 */
 static void radix_u64(uint64_t *a, uint64_t *tmp, int n) {
@@ -173,12 +173,12 @@ static void radix_u64(uint64_t *a, uint64_t *tmp, int n) {
 }
 
 /* Candidates in best-first order (cand_before's), as 64-bit keys: a radix sort for many
- * (buf: room for n keys), introsort for a few. */
+ * (buf: room for n keys, the sampler's), introsort for a few. */
 static void sort_cands(cand *c, int n, uint64_t *buf) {
     _Static_assert(sizeof(cand) == sizeof(uint64_t), "a candidate is the size of its key");
     uint64_t *k = (uint64_t *)(void *)c;
     for (int i = 0; i < n; i++) { uint64_t v = cand_key(c[i]); memcpy(&k[i], &v, 8); }
-    if (n >= 1024 && buf) radix_u64(k, buf, n);
+    if (n >= 1024) radix_u64(k, buf, n);
     else {
         int depth = 2;
         for (int m = n; m > 1; m >>= 1) depth += 2;
