@@ -100,6 +100,13 @@ check "cli: a quantized model runs" test $? -eq 0
 "$L" bench -m "$F/models/tiny-llama31-Q4_K_M.gguf" -p 16 -n 8 -r 2 -o json > "$T/bench.json"
 check "cli: bench -o json has n_prompt, n_gen, avg_ts, stddev_ts" sh -c "grep -q '\"n_prompt\": 16' \"$T/bench.json\" && grep -q '\"n_gen\": 8' \"$T/bench.json\" && grep -q avg_ts \"$T/bench.json\" && grep -q stddev_ts \"$T/bench.json\""
 check "cli: bench table" sh -c "\"$L\" bench -m \"$F/models/tiny-llama31-Q4_K_M.gguf\" -p 8 -n 4 -r 1 | grep -q '| pp8 |'"
+# -d: the tests start with that many tokens in the context (rewound to for an attention
+# model, evaluated again for a recurrent one), as llama-bench's -d
+"$L" bench -m "$F/models/tiny-llama31-Q4_K_M.gguf" -p 8 -n 4 -d 40 -r 2 -o json > "$T/bench_d.json"
+check "cli: bench -d runs at depth (JSON n_depth, table label)" sh -c "grep -q '\"n_depth\": 40' \"$T/bench_d.json\" &&
+    \"$L\" bench -m \"$F/models/tiny-llama31-Q4_K_M.gguf\" -p 8 -n 4 -d 40 -r 1 | grep -q '| tg4 @ d40 |'"
+check "cli: bench -d on a recurrent model (no rewind: the depth evaluated again)" sh -c "\"$L\" bench -m \"$F/archs/qwen3next/models/tiny-qwen3next-F16.gguf\" -p 8 -n 4 -d 70 -r 2 | grep -q '| tg4 @ d70 | [0-9.]* ± [0-9.]* |'"
+check "cli: bench -d refuses a negative depth" sh -c "! \"$L\" bench -m \"$F/models/tiny-llama31-Q4_K_M.gguf\" -d -3 2>/dev/null"
 
 check "cli: bench-proj times one projection" sh -c "\"$L\" bench-proj -m \"$F/models/tiny-llama31-Q4_K_M.gguf\" blk.0.ffn_up.weight -r 3 | grep -q '^| cpu | [0-9.]* | [0-9.]* | [0-9.]* | 1.00x | 0 |'"
 # one row per backend; an unavailable one carries its error and the others still run

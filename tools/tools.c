@@ -551,17 +551,29 @@ static uint64_t active_bytes(const llambda_model *m) {
     return (uint64_t)sum;
 }
 
-static const char bench_usage[] = "usage: llambda bench -m MODEL [-p 512] [-n 128] [-t THREADS] [-r REPS] [-o md|json]\n";
+static const char bench_usage[] =
+    "usage: llambda bench -m MODEL [-p 512] [-n 128] [-d DEPTH] [-t THREADS] [-r REPS] [-o md|json]\n"
+    "  -d: tokens already in the context when each test starts (evaluated untimed), as llama-bench's -d\n";
+
+/* Put DEPTH tokens in the context before a timed test: evaluated once and rewound to for
+ * each test where the model can rewind, evaluated again where a recurrent state cannot. */
+static llambda_status bench_depth(llambda_context *c, const int32_t *toks, int depth) {
+    if (!depth) { llambda_context_reset(c); return LLAMBDA_OK; }
+    if (llambda_context_pos(c) >= depth && !llambda_context_truncate(c, depth)) return LLAMBDA_OK;
+    llambda_context_reset(c);
+    return llambda_eval(c, toks, depth);
+}
 
 int cmd_bench(int argc, char **argv) {
     const char *model = NULL, *fmt = "md";
-    int pp = 512, tg = 128, threads = 0, reps = 5;
+    int pp = 512, tg = 128, depth = 0, threads = 0, reps = 5;
     cli_accel accel;
     memset(&accel, 0, sizeof accel);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-m") && i + 1 < argc) model = argv[++i];
         else if (!strcmp(argv[i], "-p") && i + 1 < argc) pp = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-n") && i + 1 < argc) tg = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-d") && i + 1 < argc) depth = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-t") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-o") && i + 1 < argc) fmt = argv[++i];
@@ -570,18 +582,18 @@ int cmd_bench(int argc, char **argv) {
             if (acc <= 0) { fputs(bench_usage, stderr); fputs(CLI_ACCEL_USAGE, stderr); return 2; }
         }
     }
-    if (!model || reps < 1 || pp < 0 || tg < 0) { fputs(bench_usage, stderr); return 2; }
+    if (!model || reps < 1 || pp < 0 || tg < 0 || depth < 0 || depth > 1 << 20) { fputs(bench_usage, stderr); return 2; }
     llambda_model_params mp = llambda_model_default_params();
     mp.n_threads = threads;
     cli_accel_apply(&accel, &mp);
     llambda_model *m;
     if (llambda_model_load(model, &mp, &m)) { fprintf(stderr, "llambda: %s\n", llambda_last_error()); return 1; }
     llambda_context_params cp = llambda_context_default_params();
-    cp.n_ctx = pp + tg + 1; cp.n_threads = threads;
+    cp.n_ctx = depth + pp + tg + 1; cp.n_threads = threads;
     llambda_context *c;
     if (llambda_context_create(m, &cp, &c)) { fprintf(stderr, "llambda: %s\n", llambda_last_error()); llambda_model_free(m); return 1; }
     int V = llambda_model_n_vocab(m);
-    int n_toks = pp > 1 ? pp : 1;
+    int n_toks = depth + (pp > 1 ? pp : 1);
     int32_t *toks = malloc((size_t)n_toks * sizeof *toks);
     uint64_t r = 42;
     for (int i = 0; i < n_toks; i++) { r = r * 6364136223846793005ull + 1442695040888963407ull; toks[i] = (int32_t)((r >> 33) % (uint64_t)V); }
@@ -590,16 +602,15 @@ int cmd_bench(int argc, char **argv) {
      * experts are all touched, not just those 16 tokens would pick), then one token */
     llambda_status st = llambda_eval(c, toks, pp > 0 ? pp : 1);
     if (!st && tg > 0) { llambda_context_reset(c); st = llambda_eval(c, toks, 1); }
+    if (!st && depth) llambda_context_reset(c);
     for (int k = 0; k < reps && !st; k++) {
-        if (pp > 0) {
-            llambda_context_reset(c);
+        if (pp > 0 && !(st = bench_depth(c, toks, depth))) {
             double t0 = now();
-            st = llambda_eval(c, toks, pp);
+            st = llambda_eval(c, toks + depth, pp);
             pps[k] = pp / (now() - t0);
         }
-        if (tg > 0) {
-            llambda_context_reset(c);
-            int32_t t = toks[0];
+        if (tg > 0 && !st && !(st = bench_depth(c, toks, depth))) {
+            int32_t t = toks[depth];
             double t0 = now();
             for (int i = 0; i < tg && !st; i++) { st = llambda_eval(c, &t, 1); t = (t * 31 + 7) % V; }
             tgs[k] = tg / (now() - t0);
@@ -622,18 +633,20 @@ int cmd_bench(int argc, char **argv) {
             int np = pass == 0 ? pp : 0, ng = pass == 0 ? 0 : tg;
             if ((pass == 0 && !pp) || (pass == 1 && !tg)) continue;
             printf("%s  {\"model_filename\": \"%s\", \"model_type\": \"%s %s\", \"model_size\": %llu, \"model_n_params\": %lld, "
-                   "\"n_threads\": %d, \"n_prompt\": %d, \"n_gen\": %d, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"isa\": \"%s\", "
+                   "\"n_threads\": %d, \"n_prompt\": %d, \"n_gen\": %d, \"n_depth\": %d, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"isa\": \"%s\", "
                    "\"active_bytes\": %llu}",
                    first ? "" : ",\n", model, llambda_model_arch(m), ft ? ft : "?", (unsigned long long)llambda_model_size_bytes(m),
-                   (long long)llambda_model_n_params(m), threads, np, ng, pass == 0 ? pm : tm, pass == 0 ? ps : ts, llambda_isa(),
+                   (long long)llambda_model_n_params(m), threads, np, ng, depth, pass == 0 ? pm : tm, pass == 0 ? ps : ts, llambda_isa(),
                    (unsigned long long)active_bytes(m));
             first = 0;
         }
         printf("\n]\n");
     } else {
         printf("| model | size | params | isa | threads | test | t/s |\n|---|---:|---:|---|---:|---:|---:|\n");
-        if (pp) printf("| %s %s | %.2f MiB | %.2f B | %s | %d | pp%d | %.2f ± %.2f |\n", llambda_model_arch(m), ft ? ft : "?", size_mib, params_b, llambda_isa(), threads, pp, pm, ps);
-        if (tg) printf("| %s %s | %.2f MiB | %.2f B | %s | %d | tg%d | %.2f ± %.2f |\n", llambda_model_arch(m), ft ? ft : "?", size_mib, params_b, llambda_isa(), threads, tg, tm, ts);
+        char at[32] = "";
+        if (depth) snprintf(at, sizeof at, " @ d%d", depth);
+        if (pp) printf("| %s %s | %.2f MiB | %.2f B | %s | %d | pp%d%s | %.2f ± %.2f |\n", llambda_model_arch(m), ft ? ft : "?", size_mib, params_b, llambda_isa(), threads, pp, at, pm, ps);
+        if (tg) printf("| %s %s | %.2f MiB | %.2f B | %s | %d | tg%d%s | %.2f ± %.2f |\n", llambda_model_arch(m), ft ? ft : "?", size_mib, params_b, llambda_isa(), threads, tg, at, tm, ts);
     }
     free(pps); free(tgs); free(toks);
     llambda_context_free(c);
