@@ -3064,8 +3064,7 @@ static inline __attribute__((always_inline)) void qk_scores_zmm(const uint16_t *
  * first (each key against the running max before it), then all the exponentials at once,
  * then its assignments (factors ms, vs and the running sum). Each head's chain keeps its
  * order; the heads go side by side (NH a constant, so their maxima and sums stay in
- * registers), which overlaps the latency of one head's running sum with the others'
- * (one head after the other, the sum's fused multiply-adds were a quarter of the time). */
+ * registers), which overlaps the latency of one head's running sum with the others'. */
 static inline __attribute__((always_inline)) void att_softmax(const int NH, float (*sc)[ATT_CHUNK], int m, float *M, float *S,
                                                               float (*ms)[ATT_CHUNK], float (*vs)[ATT_CHUNK]) {
     float arg[ATT_MAX_HEADS][ATT_CHUNK], e[ATT_MAX_HEADS][ATT_CHUNK], Mh[ATT_MAX_HEADS], Sh[ATT_MAX_HEADS];
