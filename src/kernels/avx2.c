@@ -3051,13 +3051,56 @@ static inline __attribute__((always_inline)) float dot_qk_zmm(const float *q, co
     return _mm_cvtss_f32(r);
 }
 
-/* one key's scores against nh widened queries (nz registers a head, a constant) */
-static inline __attribute__((always_inline)) void qk_scores_zmm(const uint16_t *kk, float (*qf)[512], int nh, const int nz,
-                                                                float scale, float *sc) {
-    __m512 kz[8];
-    for (int b = 0; b < nz; b++) kz[b] = load_f16x16(kk + 16 * b);
-    for (int h = 0; h < nh; h++) sc[h * ATT_CHUNK] = dot_qk_zmm(qf[h], kz, nz) * scale;
+/* dot_qk_zmm's horizontal sum of 16 keys' vectors at once: the halves of 512 bits added,
+ * then of 256, then lanes (0, 2) and (1, 3), then those two, as there, on the same pairs
+ * (transposed by shuffles instead of one key at a time); times scale, in key order. */
+static inline __attribute__((always_inline)) void hsum16_scaled(const __m512 *v, float scale, float *out) {
+    __m512 a[8], b[4], c[2];
+    #pragma GCC unroll 8
+    for (int k = 0; k < 8; k++)   /* a[k]: the 8-lane sums of keys 2k and 2k+1 */
+        a[k] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0xEE), _mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0x44));
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; k++)   /* b[k]: 128-bit lane L the 4-lane sums of key 4k + L */
+        b[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], 0xDD), _mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], 0x88));
+    #pragma GCC unroll 2
+    for (int k = 0; k < 2; k++)   /* c[k]: lane L the pairs of keys 8k + L and 8k + 4 + L */
+        c[k] = _mm512_add_ps(_mm512_shuffle_ps(b[2 * k], b[2 * k + 1], 0x44), _mm512_shuffle_ps(b[2 * k], b[2 * k + 1], 0xEE));
+    /* element 4L + p: key 4p + L */
+    __m512 d = _mm512_add_ps(_mm512_shuffle_ps(c[0], c[1], 0x88), _mm512_shuffle_ps(c[0], c[1], 0xDD));
+    const __m512i to_key = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    _mm512_storeu_ps(out, _mm512_mul_ps(_mm512_permutexvar_ps(to_key, d), _mm512_set1_ps(scale)));
 }
+
+/* The scores of m keys against nh widened queries, 16 keys at a time: each key's
+ * products and first sums as dot_qk_zmm makes them (the key widened once for all heads),
+ * the horizontal sums sixteen at once. sc rows have room for m rounded up to 16. */
+static inline __attribute__((always_inline)) void qk_scores16_zmm(const uint16_t *K, int W, int first, int ring, int c0,
+                                                                  int m, float (*qf)[512], int nh, const int nz,
+                                                                  float scale, float (*sc)[ATT_CHUNK]) {
+    for (int j0 = 0; j0 < m; j0 += 16) {
+        __m512 part[ATT_MAX_HEADS][16];
+        int cnt = m - j0 < 16 ? m - j0 : 16;
+        for (int jj = 0; jj < cnt; jj++) {
+            const uint16_t *kk = K + (size_t)((first + c0 + j0 + jj) % ring) * W;
+            __m512 kz[8];
+            #pragma GCC unroll 8
+            for (int b = 0; b < nz; b++) kz[b] = load_f16x16(kk + 16 * b);
+            for (int h = 0; h < nh; h++) {
+                __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+                #pragma GCC unroll 8
+                for (int b = 0; b < nz; b += 4)
+                    #pragma GCC unroll 4
+                    for (int q = 0; q < 4; q++) a[q] = _mm512_fmadd_ps(_mm512_loadu_ps(qf[h] + 16 * (b + q)), kz[b + q], a[q]);
+                part[h][jj] = _mm512_add_ps(_mm512_add_ps(a[0], a[2]), _mm512_add_ps(a[1], a[3]));
+            }
+        }
+        for (int h = 0; h < nh; h++) {
+            for (int jj = cnt; jj < 16; jj++) part[h][jj] = _mm512_setzero_ps();
+            hsum16_scaled(part[h], scale, &sc[h][j0]);
+        }
+    }
+}
+
 #endif
 
 /* The scalar loop's bookkeeping for NH heads over a chunk of m scores: the expf arguments
@@ -3113,14 +3156,15 @@ static void attend_f16(const uint16_t *q16, const uint16_t *K, const uint16_t *V
     }
     for (int c0 = 0; c0 < n; c0 += ATT_CHUNK) {
         int m = n - c0 < ATT_CHUNK ? n - c0 : ATT_CHUNK;
+#ifdef LL_AVX512
+        /* the common sizes: each key in registers for all heads, sums sixteen keys at once */
+        if (D == 64) qk_scores16_zmm(K, W, first, ring, c0, m, qf, nh, 4, scale, sc);
+        else if (D == 128) qk_scores16_zmm(K, W, first, ring, c0, m, qf, nh, 8, scale, sc);
+#endif
         for (int j = 0; j < m; j++) {
             const uint16_t *kk = K + (size_t)((first + c0 + j) % ring) * W;
 #ifdef LL_AVX512
-            if (D == 64 || D == 128) {   /* the common sizes: the key stays in registers */
-                if (D == 64) qk_scores_zmm(kk, qf, nh, 4, scale, &sc[0][j]);
-                else qk_scores_zmm(kk, qf, nh, 8, scale, &sc[0][j]);
-                continue;
-            }
+            if (D == 64 || D == 128) break;   /* done above */
             if (D % 64 == 0) {
                 __m512 kz[32];
                 for (int b = 0; b < D / 16; b++) kz[b] = load_f16x16(kk + 16 * b);
