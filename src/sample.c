@@ -250,10 +250,10 @@ static int nucleus_bound(cand *c, int n, float mx, double need) {
     return m;
 }
 
-/* The largest logit (NaN never is); a function of its own so that the running maximum
- * stays in a register (inline, it lived on the stack across the expf calls that follow:
- * a store and a load per candidate) */
-static float cand_max(const cand *c, int n) {
+/* The largest logit (NaN never is). Never inlined: inline, the compiler kept the running
+ * maximum on the stack, where its caller holds it across the calls that follow (a store
+ * and a load per candidate); that it stayed out of line was the compiler's choice. */
+static __attribute__((noinline)) float cand_max(const cand *c, int n) {
     float mx = -INFINITY;
     for (int i = 0; i < n; i++) if (c[i].logit > mx) mx = c[i].logit;
     return mx;
