@@ -37,7 +37,7 @@ typedef struct matmul_set {
 } matmul_set;
 
 #define ROW_TILE 8
-#define TILES_PER_GRAB 4    /* decode: 32 rows per grab */
+#define TILES_PER_GRAB 4    /* decode: 32 rows per work item */
 #define TOK_CHUNK 64        /* prefill: tokens per work item (their activations stay in L2) */
 #ifndef GEMM_TOK_CHUNK
 #define GEMM_TOK_CHUNK 256  /* the same for float weights, whose rows cost more to fetch again */
@@ -83,15 +83,10 @@ static void matmul_tile(const matmul_job *j, int64_t r0, int64_t r1, int t0, int
  * cache while the rows stream past. */
 typedef struct { int64_t n_tiles, grab, n_rb, n_items; int chunk; } job_items;
 
-static job_items items_of(const matmul_job *j, int nth, int64_t set_tiles) {
+static job_items items_of(const matmul_job *j) {
     job_items it;
     it.n_tiles = (j->w->rows + ROW_TILE - 1) / ROW_TILE;
     it.grab = j->n_tok == 1 ? TILES_PER_GRAB : PREFILL_TILES;
-    /* decode: about 8 grabs per thread over the whole set, enough to even out, few enough
-     * to be cheap (16 measured ~5% slower at one token: each grab is an atomic on a shared
-     * line) and long enough to stream: a set of many small matrices (a token's experts)
-     * takes each in one or a few pieces rather than 37 KB runs that each start cold */
-    if (j->n_tok == 1 && set_tiles / (8 * nth) > it.grab) it.grab = set_tiles / (8 * nth);
     if (it.grab > it.n_tiles) it.grab = it.n_tiles;
     it.n_rb = (it.n_tiles + it.grab - 1) / it.grab;
     it.chunk = j->gemm ? GEMM_TOK_CHUNK : TOK_CHUNK;
@@ -120,20 +115,41 @@ static void run_item(const matmul_job *j, const job_items *it, int64_t item, voi
     }
 }
 
+/* Decode: how many of the items left a thread takes at once, a share of them that shrinks
+ * as they run out (guided self-scheduling). The first grabs are long runs that stream
+ * (a set of a token's experts takes each matrix in one or a few pieces), the last are one
+ * 32-row item each, so the threads finish together: with a fixed eighth of the set per
+ * grab per thread, the caller spent 2.4% of a llama-3.2-1b token waiting for the other
+ * thread at the ends of tasks, 1.0% with this (perf, two threads). */
+#define GUIDED_SHARE 2   /* each grab takes 1 / (GUIDED_SHARE x threads) of what is left */
+static int64_t grab_items(int64_t left, int nth) {
+    int64_t take = left / ((int64_t)GUIDED_SHARE * nth);
+    return take < 1 ? 1 : take;
+}
+
 /* Which thread computes an element, and in which item, never changes its bits. */
 static void matmul_task(void *arg, int ith, int nth) {
     matmul_set *s = arg;
     job_items its[MAX_JOBS];
     int64_t end[MAX_JOBS], total = 0;
-    int64_t set_tiles = 0;
-    for (int k = 0; k < s->n; k++) set_tiles += (s->jobs[k].w->rows + ROW_TILE - 1) / ROW_TILE;
-    for (int k = 0; k < s->n; k++) { its[k] = items_of(&s->jobs[k], nth, set_tiles); end[k] = total += its[k].n_items; }
+    int decode = 1;
+    for (int k = 0; k < s->n; k++) {
+        its[k] = items_of(&s->jobs[k]);
+        end[k] = total += its[k].n_items;
+        decode &= s->jobs[k].n_tok == 1;
+    }
     int k = 0;
     for (;;) {
-        int64_t item = atomic_fetch_add_explicit(&s->next_item, 1, memory_order_relaxed);
-        if (item >= total) break;
-        while (item >= end[k]) k++;   /* items only grow */
-        run_item(&s->jobs[k], &its[k], item - (end[k] - its[k].n_items), s->scratch + (size_t)ith * s->scratch_stride);
+        int64_t first = atomic_load_explicit(&s->next_item, memory_order_relaxed), take;
+        do {
+            if (first >= total) return;
+            take = decode ? grab_items(total - first, nth) : 1;
+        } while (!atomic_compare_exchange_weak_explicit(&s->next_item, &first, first + take, memory_order_relaxed,
+                                                        memory_order_relaxed));
+        for (int64_t item = first; item < first + take; item++) {
+            while (item >= end[k]) k++;   /* items only grow */
+            run_item(&s->jobs[k], &its[k], item - (end[k] - its[k].n_items), s->scratch + (size_t)ith * s->scratch_stride);
+        }
     }
 }
 
