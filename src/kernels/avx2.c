@@ -3083,14 +3083,21 @@ static inline __attribute__((always_inline)) void att_accumulate_zmm(float *accf
         for (int b = 0; b < nz; b++) _mm512_storeu_ps(accf + (size_t)h * (size_t)stride + 16 * b, acc[h][b]);
 }
 
-/* dot_x_f16 of a widened query against a key widened once for all heads (D a multiple of
- * 64, so no tail): its lanes 16 a register, its reduction step for step */
-static inline __attribute__((always_inline)) float dot_qk_zmm(const float *q, const __m512 *kz, int nz) {
+/* dot_x_f16's four 16-lane accumulators of a widened query against a key widened once for
+ * all heads (D a multiple of 64, so no tail), and their first sums (a0 + a2) + (a1 + a3) */
+static inline __attribute__((always_inline)) __m512 qk_lanes_zmm(const float *q, const __m512 *kz, int nz) {
     __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    #pragma GCC unroll 8
     for (int b = 0; b < nz; b += 4)
         #pragma GCC unroll 4
         for (int j = 0; j < 4; j++) a[j] = _mm512_fmadd_ps(_mm512_loadu_ps(q + 16 * (b + j)), kz[b + j], a[j]);
-    __m512 s = _mm512_add_ps(_mm512_add_ps(a[0], a[2]), _mm512_add_ps(a[1], a[3]));
+    return _mm512_add_ps(_mm512_add_ps(a[0], a[2]), _mm512_add_ps(a[1], a[3]));
+}
+
+/* dot_x_f16 of a widened query against a widened key: qk_lanes_zmm, then its reduction
+ * step for step */
+static inline __attribute__((always_inline)) float dot_qk_zmm(const float *q, const __m512 *kz, int nz) {
+    __m512 s = qk_lanes_zmm(q, kz, nz);
     __m256 t3 = _mm256_add_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)), _mm512_castps512_ps256(s));
     __m128 t6 = _mm_add_ps(_mm256_extractf128_ps(t3, 1), _mm256_castps256_ps128(t3));
     __m128 r = _mm_add_ps(t6, _mm_movehl_ps(t6, t6));
@@ -3118,9 +3125,9 @@ static inline __attribute__((always_inline)) void hsum16_scaled(const __m512 *v,
     _mm512_storeu_ps(out, _mm512_mul_ps(_mm512_permutexvar_ps(to_key, d), _mm512_set1_ps(scale)));
 }
 
-/* The scores of m keys against nh widened queries, 16 keys at a time: each key's
- * products and first sums as dot_qk_zmm makes them (the key widened once for all heads),
- * the horizontal sums sixteen at once. sc rows have room for m rounded up to 16. */
+/* The scores of m keys against nh widened queries, 16 keys at a time: each key's lanes as
+ * dot_qk_zmm makes them (qk_lanes_zmm, the key widened once for all heads), the
+ * horizontal sums sixteen at once. sc rows have room for m rounded up to 16. */
 static inline __attribute__((always_inline)) void qk_scores16_zmm(const uint16_t *K, int W, int first, int ring, int c0,
                                                                   int m, float (*qf)[512], int nh, const int nz,
                                                                   float scale, float (*sc)[ATT_CHUNK]) {
@@ -3132,14 +3139,7 @@ static inline __attribute__((always_inline)) void qk_scores16_zmm(const uint16_t
             __m512 kz[8];
             #pragma GCC unroll 8
             for (int b = 0; b < nz; b++) kz[b] = load_f16x16(kk + 16 * b);
-            for (int h = 0; h < nh; h++) {
-                __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-                #pragma GCC unroll 8
-                for (int b = 0; b < nz; b += 4)
-                    #pragma GCC unroll 4
-                    for (int q = 0; q < 4; q++) a[q] = _mm512_fmadd_ps(_mm512_loadu_ps(qf[h] + 16 * (b + q)), kz[b + q], a[q]);
-                part[h][jj] = _mm512_add_ps(_mm512_add_ps(a[0], a[2]), _mm512_add_ps(a[1], a[3]));
-            }
+            for (int h = 0; h < nh; h++) part[h][jj] = qk_lanes_zmm(qf[h], kz, nz);
         }
         for (int h = 0; h < nh; h++) {
             for (int jj = cnt; jj < 16; jj++) part[h][jj] = _mm512_setzero_ps();
