@@ -37,7 +37,7 @@ typedef struct matmul_set {
 } matmul_set;
 
 #define ROW_TILE 8
-#define TILES_PER_GRAB 4    /* decode: 32 rows per work item */
+#define DECODE_ITEM_TILES 4 /* decode: 32 rows per work item */
 #define TOK_CHUNK 64        /* prefill: tokens per work item (their activations stay in L2) */
 #ifndef GEMM_TOK_CHUNK
 #define GEMM_TOK_CHUNK 256  /* the same for float weights, whose rows cost more to fetch again */
@@ -81,14 +81,14 @@ static void matmul_tile(const matmul_job *j, int64_t r0, int64_t r1, int t0, int
 /* A job's work items: a decode item is a run of row tiles; a prefill item is a block of
  * row tiles times a chunk of tokens, chunks outermost, so one chunk's activations stay in
  * cache while the rows stream past. */
-typedef struct { int64_t n_tiles, grab, n_rb, n_items; int chunk; } job_items;
+typedef struct { int64_t n_tiles, item_tiles, n_rb, n_items; int chunk; } job_items;
 
 static job_items items_of(const matmul_job *j) {
     job_items it;
     it.n_tiles = (j->w->rows + ROW_TILE - 1) / ROW_TILE;
-    it.grab = j->n_tok == 1 ? TILES_PER_GRAB : PREFILL_TILES;
-    if (it.grab > it.n_tiles) it.grab = it.n_tiles;
-    it.n_rb = (it.n_tiles + it.grab - 1) / it.grab;
+    it.item_tiles = j->n_tok == 1 ? DECODE_ITEM_TILES : PREFILL_TILES;
+    if (it.item_tiles > it.n_tiles) it.item_tiles = it.n_tiles;
+    it.n_rb = (it.n_tiles + it.item_tiles - 1) / it.item_tiles;
     it.chunk = j->gemm ? GEMM_TOK_CHUNK : TOK_CHUNK;
     it.n_items = it.n_rb * (((int64_t)j->n_tok + it.chunk - 1) / it.chunk);
     return it;
@@ -96,7 +96,8 @@ static job_items items_of(const matmul_job *j) {
 
 static void run_item(const matmul_job *j, const job_items *it, int64_t item, void *scratch) {
     int t0 = (int)(item / it->n_rb) * it->chunk, t1 = t0 + it->chunk < j->n_tok ? t0 + it->chunk : j->n_tok;
-    int64_t tile0 = (item % it->n_rb) * it->grab, tile1 = tile0 + it->grab < it->n_tiles ? tile0 + it->grab : it->n_tiles;
+    int64_t tile0 = (item % it->n_rb) * it->item_tiles;
+    int64_t tile1 = tile0 + it->item_tiles < it->n_tiles ? tile0 + it->item_tiles : it->n_tiles;
     if (j->gemm) {
         int64_t r0 = tile0 * ROW_TILE, r1 = tile1 * ROW_TILE < j->w->rows ? tile1 * ROW_TILE : j->w->rows;
         j->gemm(j->w->cols, j->y + (size_t)t0 * (size_t)j->w->rows + (size_t)r0, (size_t)j->w->rows,
