@@ -2244,18 +2244,20 @@ static void dot_q5_0_x8_t4(int64_t n, float *out, size_t out_stride, const void 
  * in cache (medians of six): 44 -> 73 GB/s on one thread, 111 -> 153 on two; a 374 MB
  * head streamed from memory: the same within this machine's noise. */
 #define Q8_0_PACK_BIAS 0x80
+#define Q8_0_X8_QS (8 * 32)                           /* a tile block: the eight rows' quants, */
+#define Q8_0_X8_BYTES (Q8_0_X8_QS + 8 * 2)            /* then their scales: 272 bytes */
 static size_t pack_q8_0_x8(int64_t n, const void *w, size_t stride, void *dst) {
     int64_t nb = n / 32;
-    if (dst) {
-        for (int64_t i = 0; i < nb; i++)
+    if (dst)
+        for (int64_t i = 0; i < nb; i++) {
+            uint8_t *blk = (uint8_t *)dst + (size_t)i * Q8_0_X8_BYTES;
             for (int r = 0; r < 8; r++) {
-                uint8_t *qs = (uint8_t *)dst + (size_t)272 * (size_t)i;   /* block i of the tile */
                 const block_q8_0 *a = (const block_q8_0 *)((const uint8_t *)w + (size_t)r * stride) + i;
-                memcpy(qs + 256 + 2 * r, &a->d, 2);
-                for (int k = 0; k < 32; k++) qs[32 * r + k] = (uint8_t)a->qs[k] ^ Q8_0_PACK_BIAS;
+                memcpy(blk + Q8_0_X8_QS + 2 * r, &a->d, 2);
+                for (int k = 0; k < 32; k++) blk[32 * r + k] = (uint8_t)a->qs[k] ^ Q8_0_PACK_BIAS;
             }
-    }
-    return (size_t)nb * 8 * sizeof(block_q8_0);
+        }
+    return (size_t)nb * Q8_0_X8_BYTES;
 }
 
 /* lanes 0-7 row 2p's scale, 8-15 row 2p + 1's */
@@ -2277,12 +2279,12 @@ static void q8_0_packed_rows(int64_t n, float *out, const uint8_t *tile, const b
     __m512 acc[4];
     #pragma GCC unroll 4
     for (int p = 0; p < 4; p++) acc[p] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < nb; i++, qs += 272) {
+    for (int64_t i = 0; i < nb; i++, qs += Q8_0_X8_BYTES) {
         #pragma GCC unroll 5
         for (int l = 0; l < 5; l++) _mm_prefetch((const char *)qs + PREFETCH_AHEAD + 64 * l, _MM_HINT_T0);
         __m512i yv = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)y[i].qs));
         __m512i start = _mm512_broadcast_i64x4(dot_start((char)Q8_0_PACK_BIAS, y[i].qs));
-        __m512 d8 = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(qs + 256))),
+        __m512 d8 = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(qs + Q8_0_X8_QS))),
                                                           _mm256_set1_ps(LL_FP16(y[i].d))));
         #pragma GCC unroll 4
         for (int p = 0; p < 4; p++) {
@@ -2306,8 +2308,8 @@ static void q8_0_packed_x8_t4(int64_t n, float *out, size_t out_stride, const ui
     __m512 acc[4][4];
     for (int p = 0; p < 4; p++)
         for (int t = 0; t < 4; t++) acc[p][t] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < nb; i++, qs += 272) {
-        const uint16_t *d = (const uint16_t *)(qs + 256);
+    for (int64_t i = 0; i < nb; i++, qs += Q8_0_X8_BYTES) {
+        const uint16_t *d = (const uint16_t *)(qs + Q8_0_X8_QS);
         __m512i yv[4], start[4];
         __m512 yd[4];
         #pragma GCC unroll 4
