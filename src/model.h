@@ -261,6 +261,14 @@ void ll_deltanet(struct llambda_context *c, const ll_layer *Y, int layer, const 
 llambda_status ll_bind3(llambda_model *m, ll_weight *w, int required, int64_t ne0, int64_t ne1, int64_t ne2, const char *fmt, ...) LL_PRINTF(7, 8);
 void ll_swiglu(float *g, const float *u, int64_t n);   /* one row */
 void ll_add(float *y, const float *x, int64_t n);
+/* Row-wise steps over n tokens of a prompt, on every pool thread from 32 tokens up (each
+ * token alone: the same bits as the one-token calls): fn(arg, t0, t1) for shares of [0, n). */
+typedef void (*ll_range_fn)(void *arg, int t0, int t1);
+void ll_for_tokens(struct llambda_context *c, int n, ll_range_fn fn, void *arg);
+void ll_rms_norm_tokens(struct llambda_context *c, float *y, const float *x, const ll_weight *w, int d, int n, float eps);
+void ll_swiglu_tokens(struct llambda_context *c, float *g, const float *u, int64_t f, int n);
+void ll_add_tokens(struct llambda_context *c, float *y, const float *x, int64_t d, int n);
+void ll_rope_tokens(struct llambda_context *c, float *x, int n_tok, int n_heads, int D, int stride, int n_rot, const float *cs);
 /* final norm + LM head for flagged rows; logits rows packed in order */
 void ll_output_head(struct llambda_context *c, int n, float *logits, const uint8_t *want);
 

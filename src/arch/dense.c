@@ -34,29 +34,29 @@ llambda_status ll_bind_dense_layers(llambda_model *m, int qkv_bias) {
 static void attention_block(struct llambda_context *c, const ll_layer *L, int l, int n, int pos) {
     const ll_hparams *h = &c->m->hp;
     int d = h->n_embd, qd = h->n_head * h->head_dim, kvd = h->n_head_kv * h->head_dim;
-    for (int t = 0; t < n; t++) ll_rms_norm(c->xb + (size_t)t * d, c->x + (size_t)t * d, &L->attn_norm, d, h->eps);
+    ll_rms_norm_tokens(c, c->xb, c->x, &L->attn_norm, d, n, h->eps);
     ll_matmul_op qkv[3] = {{&L->wq, c->xb, n, c->q}, {&L->wk, c->xb, n, c->k}, {&L->wv, c->xb, n, c->v}};
     ll_matmul_many(c, qkv, 3);   /* one pool task, the input converted once */
     ll_add_bias(c->q, &L->bq, n);
     ll_add_bias(c->k, &L->bk, n);
     ll_add_bias(c->v, &L->bv, n);
-    ll_rope(h, c->q, n, h->n_head, h->head_dim, qd, h->n_rot, c->rope_cs);
-    ll_rope(h, c->k, n, h->n_head_kv, h->head_dim, kvd, h->n_rot, c->rope_cs);
+    ll_rope_tokens(c, c->q, n, h->n_head, h->head_dim, qd, h->n_rot, c->rope_cs);
+    ll_rope_tokens(c, c->k, n, h->n_head_kv, h->head_dim, kvd, h->n_rot, c->rope_cs);
     ll_kv_store(c, l, c->k, c->v, n, pos);
     ll_attention(c, l, c->q, n, pos, c->att);
     ll_matmul(c, &L->wo, c->att, n, c->xb2);  ll_add_bias(c->xb2, &L->bo, n);
-    ll_add(c->x, c->xb2, (int64_t)n * d);
+    ll_add_tokens(c, c->x, c->xb2, d, n);
 }
 
 static void ffn_block(struct llambda_context *c, const ll_layer *L, int n) {
     const ll_hparams *h = &c->m->hp;
     int d = h->n_embd;
-    for (int t = 0; t < n; t++) ll_rms_norm(c->xb + (size_t)t * d, c->x + (size_t)t * d, &L->ffn_norm, d, h->eps);
+    ll_rms_norm_tokens(c, c->xb, c->x, &L->ffn_norm, d, n, h->eps);
     ll_matmul_op gate_up[2] = {{&L->w_gate, c->xb, n, c->hb}, {&L->w_up, c->xb, n, c->hb2}};
     ll_matmul_many(c, gate_up, 2);
-    for (int t = 0; t < n; t++) ll_swiglu(c->hb + (size_t)t * h->n_ff, c->hb2 + (size_t)t * h->n_ff, h->n_ff);
+    ll_swiglu_tokens(c, c->hb, c->hb2, h->n_ff, n);
     ll_matmul(c, &L->w_down, c->hb, n, c->xb2);
-    ll_add(c->x, c->xb2, (int64_t)n * d);
+    ll_add_tokens(c, c->x, c->xb2, d, n);
 }
 
 /* Final norm and LM head for the rows that want logits (gathered into one matmul). */

@@ -79,3 +79,52 @@ void ll_geglu_scalar(float *g, const float *u, int64_t n) {
         else g[i] = LL_FP16(table[ll_fp32_to_fp16(x)]) * u[i];
     }
 }
+
+/* A prompt's row-wise steps on every pool thread, a contiguous share of the tokens each
+ * (from 32 tokens up; fewer do not pay for waking the pool). Each token is computed alone,
+ * so no bit depends on the split. On the calling thread alone they were ~3.7% of a
+ * llama-3.2-1b Q4_K_M pp512's samples, with the other thread waiting. */
+#define PARALLEL_TOKENS 32
+typedef struct { ll_range_fn fn; void *arg; int n; } range_job;
+
+static void range_task(void *a, int ith, int nth) {
+    const range_job *j = a;
+    int t0 = (int)((int64_t)j->n * ith / nth), t1 = (int)((int64_t)j->n * (ith + 1) / nth);
+    if (t0 < t1) j->fn(j->arg, t0, t1);
+}
+
+void ll_for_tokens(struct llambda_context *c, int n, ll_range_fn fn, void *arg) {
+    range_job j = {fn, arg, n};
+    if (n >= PARALLEL_TOKENS) ll_pool_run(c->pool, range_task, &j);
+    else if (n > 0) fn(arg, 0, n);
+}
+
+typedef struct { float *y; const float *x; const ll_weight *w; int d; float eps; } norm_args;
+static void norm_range(void *a, int t0, int t1) {
+    const norm_args *r = a;
+    for (int t = t0; t < t1; t++) ll_rms_norm(r->y + (size_t)t * r->d, r->x + (size_t)t * r->d, r->w, r->d, r->eps);
+}
+void ll_rms_norm_tokens(struct llambda_context *c, float *y, const float *x, const ll_weight *w, int d, int n, float eps) {
+    norm_args r = {y, x, w, d, eps};
+    ll_for_tokens(c, n, norm_range, &r);
+}
+
+typedef struct { float *g; const float *u; int64_t f; } swiglu_args;
+static void swiglu_range(void *a, int t0, int t1) {
+    const swiglu_args *r = a;
+    for (int t = t0; t < t1; t++) ll_swiglu(r->g + (size_t)t * (size_t)r->f, r->u + (size_t)t * (size_t)r->f, r->f);
+}
+void ll_swiglu_tokens(struct llambda_context *c, float *g, const float *u, int64_t f, int n) {
+    swiglu_args r = {g, u, f};
+    ll_for_tokens(c, n, swiglu_range, &r);
+}
+
+typedef struct { float *y; const float *x; int64_t d; } add_args;
+static void add_range(void *a, int t0, int t1) {
+    const add_args *r = a;
+    ll_add(r->y + (size_t)t0 * (size_t)r->d, r->x + (size_t)t0 * (size_t)r->d, (int64_t)(t1 - t0) * r->d);
+}
+void ll_add_tokens(struct llambda_context *c, float *y, const float *x, int64_t d, int n) {
+    add_args r = {y, x, d};
+    ll_for_tokens(c, n, add_range, &r);
+}

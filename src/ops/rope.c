@@ -36,3 +36,15 @@ void ll_rope(const ll_hparams *h, float *x, int n_tok, int n_heads, int D, int s
         }
     }
 }
+
+typedef struct { const ll_hparams *h; float *x; int n_heads, D, stride, n_rot; const float *cs; } rope_args;
+static void rope_range(void *a, int t0, int t1) {
+    const rope_args *r = a;
+    ll_rope(r->h, r->x + (size_t)t0 * (size_t)r->stride, t1 - t0, r->n_heads, r->D, r->stride, r->n_rot,
+            r->cs + (size_t)t0 * (size_t)(r->n_rot / 2) * 2);
+}
+/* ll_rope over a prompt's tokens on every pool thread (ll_for_tokens) */
+void ll_rope_tokens(struct llambda_context *c, float *x, int n_tok, int n_heads, int D, int stride, int n_rot, const float *cs) {
+    rope_args r = {&c->m->hp, x, n_heads, D, stride, n_rot, cs};
+    ll_for_tokens(c, n_tok, rope_range, &r);
+}
