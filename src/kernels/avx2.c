@@ -2152,6 +2152,15 @@ static void dot_iq4_xs_packed2(int64_t n, float *out, size_t out_stride, const v
 }
 #endif
 
+#ifdef LL_AVX512
+/* hsum8 of each half of a 512-bit accumulator holding a row pair (low half row r, high
+ * half row r + 1): out[0] and out[1] */
+static inline void store_pair_sums(float *out, __m512 acc) {
+    out[0] = hsum8(_mm512_castps512_ps256(acc));
+    out[1] = hsum8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1)));
+}
+#endif
+
 /* Eight Q8_0 rows against four activation rows (prefill): each (row, token) keeps the
  * 8-lane accumulator of dot_q8_0 (one fma of d_x·d_y per block, blocks in order). Rows are
  * the outer loop so the four token accumulators stay in registers across the blocks; each
@@ -2190,10 +2199,7 @@ static inline __attribute__((always_inline)) void q8_family_x8_t4(int type, ll_v
                 acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(xd, _mm512_set1_ps(yd[t][i])), _mm512_cvtepi32_ps(p), acc[t]);
             }
         }
-        for (int t = 0; t < 4; t++) {
-            out[(size_t)t * out_stride + r] = hsum8(_mm512_castps512_ps256(acc[t]));
-            out[(size_t)t * out_stride + r + 1] = hsum8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[t]), 1)));
-        }
+        for (int t = 0; t < 4; t++) store_pair_sums(out + (size_t)t * out_stride + r, acc[t]);
     }
     (void)wb;
     return;
@@ -2264,11 +2270,6 @@ static size_t pack_q8_0_x8(int64_t n, const void *w, size_t stride, void *dst) {
 static inline __m512 q8_0_pair_scales(__m512 d8, int p) {
     return _mm512_permutexvar_ps(_mm512_set_epi32(2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1,
                                                   2 * p + 1, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p, 2 * p), d8);
-}
-/* hsum8 of each half: the sums of a row pair */
-static inline void store_pair_sums(float *out, __m512 acc) {
-    out[0] = hsum8(_mm512_castps512_ps256(acc));
-    out[1] = hsum8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1)));
 }
 
 /* A tile against one activation row: each row dot_q8_0's operations on its eight lanes
