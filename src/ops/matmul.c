@@ -154,25 +154,15 @@ static void matmul_task(void *arg, int ith, int nth) {
     }
 }
 
-/* Activation rows converted to a product's input format, a contiguous share of the rows
- * per thread when there are enough of them to pay for waking the pool (each row is
- * converted alone, so which thread does it never changes a bit). A prompt's conversions
- * ran on the calling thread alone before: 1.75% of the samples of a llama-3.2-1b Q4_K_M
- * pp512, with the other thread waiting. */
-#define CONVERT_PARALLEL_ROWS 32
-typedef struct { ll_from_float_fn conv; const float *x; int64_t cols; int n; uint8_t *dst; size_t row; } convert_job;
+/* Activation rows converted to a product's input format, on every pool thread for a
+ * prompt (ll_for_tokens: each row converted alone, so which thread does it never changes
+ * a bit). A prompt's conversions ran on the calling thread alone before: 1.75% of the
+ * samples of a llama-3.2-1b Q4_K_M pp512, with the other thread waiting. */
+typedef struct { ll_from_float_fn conv; const float *x; int64_t cols; uint8_t *dst; size_t row; } convert_args;
 
-static void convert_task(void *arg, int ith, int nth) {
-    const convert_job *j = arg;
-    int t0 = (int)((int64_t)j->n * ith / nth), t1 = (int)((int64_t)j->n * (ith + 1) / nth);
+static void convert_range(void *arg, int t0, int t1) {
+    const convert_args *j = arg;
     for (int t = t0; t < t1; t++) j->conv(j->x + (size_t)t * (size_t)j->cols, j->dst + (size_t)t * j->row, j->cols);
-}
-
-static void convert_rows(struct llambda_context *c, ll_from_float_fn conv, const float *x, int64_t cols, int n,
-                         uint8_t *dst, size_t row) {
-    convert_job j = {conv, x, cols, n, dst, row};
-    if (n >= CONVERT_PARALLEL_ROWS) ll_pool_run(c->pool, convert_task, &j);
-    else convert_task(&j, 0, 1);
 }
 
 /* y_k = W_k · x_k for each product; activations converted to each weight's vec_dot_type
@@ -205,7 +195,8 @@ void ll_matmul_many(struct llambda_context *c, const ll_matmul_op *ops, int n_op
         }
         if (!xq) {
             uint8_t *dst = c->qbuf + used;
-            convert_rows(c, k->from_float[vdt], ops[i].x, w->cols, ops[i].n_tok, dst, xq_row);
+            convert_args conv = {k->from_float[vdt], ops[i].x, w->cols, dst, xq_row};
+            ll_for_tokens(c, ops[i].n_tok, convert_range, &conv);
             xq = dst;
             used += (bytes + 63) & ~(size_t)63;
         }
