@@ -90,7 +90,9 @@ static void compare_gemm(const ll_kernels *ref, const ll_kernels *k, int type) {
     if (!k->gemm[type]) return;
     const llambda_type_traits *t = llambda_type_get(type);
     int vdt = ll_vec_dot_type(type), gdt = k->gemm_act[type];
-    const int shapes[][3] = {{1024, 8, 4}, {1000, 13, 13}, {72, 4, 7}, {2048, 17, 64}, {40, 3, 2}, {96, 11, 5}};
+    /* (the wide ones take several blocks of rows, and a tail) */
+    const int shapes[][3] = {{1024, 8, 4}, {1000, 13, 13}, {72, 4, 7}, {2048, 17, 64}, {40, 3, 2}, {96, 11, 5},
+                             {8192, 31, 6}, {4096 + 3 * 64 + 8, 7, 5}};
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         int n = shapes[si][0], rows = shapes[si][1], toks = shapes[si][2];
         size_t wrow = (size_t)llambda_type_row_bytes(type, n), xrow = ll_act_row_bytes(vdt, n), grow = ll_act_row_bytes(gdt, n);
@@ -350,6 +352,7 @@ int main(void) {
         float x[N];
         for (int i = 0; i < N; i++) x[i] = frand() * (i % 5 == 0 ? 1e-6f : i % 7 == 0 ? 7e4f : 40.f);
         x[3] = NAN; x[9] = INFINITY; x[10] = -INFINITY; x[11] = 65520.f; x[12] = 5.96e-8f; x[13] = -0.0f;
+        x[14] = 1.f + 1.f / 256.f; x[15] = -(1.f + 3.f / 256.f); x[16] = 3.3961e38f;   /* bf16 ties; rounds up to infinity */
 #ifdef LL_HAVE_AVX2
         ll_kernels kk[2];
         int nk = 0;

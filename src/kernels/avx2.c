@@ -402,7 +402,11 @@ static void gemm_f32(int64_t n, float *out, size_t out_stride, const void *w, si
  * vec_dot's: each accumulator lane takes the same products in the same order. Six rows
  * by four tokens keeps each weight vector for four products and each activation vector
  * for six (a kernel benchmark: 170-195 GFLOP/s per core where the strided kernel made
- * 107-135; vdpbf16ps does twice the work of an f32 fused multiply-add). */
+ * 107-135; vdpbf16ps does twice the work of an f32 fused multiply-add). Each pass's sums
+ * go to their slots with explicit stores: written as an array copy, gcc kept the
+ * accumulators themselves in memory (zeroed by stores, loaded before the loop, stored
+ * after it, then copied to the slots one by one), four memory round trips per register
+ * and pass; 48 rows x 256 tokens at 2048 columns, F16 159 -> 178 GFLOP/s, BF16 285 -> 297. */
 #define PASS_T 4
 
 /* f32 -> f16 in pass order; a group holding a NaN goes through the scalar conversion,
@@ -456,7 +460,7 @@ static inline __attribute__((always_inline)) void pass_tile_f16(int R, int T, in
     const int64_t full = n / LL_PASS_STEP * LL_PASS_STEP, P = full / 4;
     const uint16_t *b[PASS_T];
     for (int t = 0; t < T; t++) b[t] = (const uint16_t *)(x + (size_t)t * x_stride);
-    __m512 part[LL_GEMM_ROWS][PASS_T][4];
+    float part[4][LL_GEMM_ROWS][PASS_T][16] __attribute__((aligned(64)));
     for (int j = 0; j < 4; j++) {
         __m512 acc[LL_GEMM_ROWS][PASS_T];
         for (int r = 0; r < R; r++)
@@ -472,12 +476,16 @@ static inline __attribute__((always_inline)) void pass_tile_f16(int R, int T, in
                 for (int r = 0; r < R; r++) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
             }
         }
+        #pragma GCC unroll 6
         for (int r = 0; r < R; r++)
-            for (int t = 0; t < T; t++) part[r][t][j] = acc[r][t];
+            #pragma GCC unroll 4
+            for (int t = 0; t < T; t++) _mm512_store_ps(part[j][r][t], acc[r][t]);
     }
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) {
-            double sum = (double)reduce_4x16_zmm(part[r][t]);
+            __m512 q[4];
+            for (int j = 0; j < 4; j++) q[j] = _mm512_load_ps(part[j][r][t]);
+            double sum = (double)reduce_4x16_zmm(q);
             for (int64_t k = full; k < n; k++) sum += (double)(LL_FP16(w[(size_t)r * ws + (size_t)k]) * LL_FP16(b[t][k]));
             out[(size_t)t * out_stride + (size_t)r] = (float)sum;
         }
@@ -490,7 +498,7 @@ static inline __attribute__((always_inline)) BF16_TARGET void pass_tile_bf16(int
     const int64_t full = n / LL_PASS_STEP * LL_PASS_STEP, P = full / 2;
     const uint16_t *b[PASS_T];
     for (int t = 0; t < T; t++) b[t] = (const uint16_t *)(x + (size_t)t * x_stride);
-    __m512 part[LL_GEMM_ROWS][PASS_T][2];
+    float part[2][LL_GEMM_ROWS][PASS_T][16] __attribute__((aligned(64)));
     for (int j = 0; j < 2; j++) {
         __m512 acc[LL_GEMM_ROWS][PASS_T];
         for (int r = 0; r < R; r++)
@@ -506,12 +514,14 @@ static inline __attribute__((always_inline)) BF16_TARGET void pass_tile_bf16(int
                 for (int r = 0; r < R; r++) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], wv[r], xv);
             }
         }
+        #pragma GCC unroll 6
         for (int r = 0; r < R; r++)
-            for (int t = 0; t < T; t++) part[r][t][j] = acc[r][t];
+            #pragma GCC unroll 4
+            for (int t = 0; t < T; t++) _mm512_store_ps(part[j][r][t], acc[r][t]);
     }
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) {
-            double sum = (double)reduce16_zmm(part[r][t][0]) + (double)reduce16_zmm(part[r][t][1]);
+            double sum = (double)reduce16_zmm(_mm512_load_ps(part[0][r][t])) + (double)reduce16_zmm(_mm512_load_ps(part[1][r][t]));
             for (int64_t k = full; k < n; k++)
                 sum += (double)(ll_bf16_to_fp32(w[(size_t)r * ws + (size_t)k]) * ll_bf16_to_fp32(b[t][k]));
             out[(size_t)t * out_stride + (size_t)r] = (float)sum;
@@ -574,6 +584,28 @@ static void convert_row_f16(const float *x, void *y, int64_t n) {
         _mm_storeu_si128((__m128i *)(o + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
     }
     ll_convert_row_f16(x + i, o + i, n - i);
+}
+
+/* f32 -> bf16, round to nearest even (ll_fp32_to_bf16); a group holding a NaN goes
+ * scalar, which keeps the payload and sets the quiet bit */
+static void convert_row_bf16(const float *x, void *y, int64_t n) {
+    uint16_t *o = y;
+    int64_t i = 0;
+    const __m256i one = _mm256_set1_epi32(1), half = _mm256_set1_epi32(0x7fff);
+    for (; i + 16 <= n; i += 16) {
+        __m256 v0 = _mm256_loadu_ps(x + i), v1 = _mm256_loadu_ps(x + i + 8);
+        if (_mm256_movemask_ps(_mm256_or_ps(_mm256_cmp_ps(v0, v0, _CMP_UNORD_Q), _mm256_cmp_ps(v1, v1, _CMP_UNORD_Q)))) {
+            ll_convert_row_bf16(x + i, o + i, 16);
+            continue;
+        }
+        __m256i u0 = _mm256_castps_si256(v0), u1 = _mm256_castps_si256(v1);
+        u0 = _mm256_srli_epi32(_mm256_add_epi32(u0, _mm256_add_epi32(half, _mm256_and_si256(_mm256_srli_epi32(u0, 16), one))), 16);
+        u1 = _mm256_srli_epi32(_mm256_add_epi32(u1, _mm256_add_epi32(half, _mm256_and_si256(_mm256_srli_epi32(u1, 16), one))), 16);
+        /* packus works within 128-bit halves: put the eight results back in order */
+        __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(u0, u1), 0xd8);
+        _mm256_storeu_si256((__m256i *)(o + i), p);
+    }
+    ll_convert_row_bf16(x + i, o + i, n - i);
 }
 
 /* Signed bytes a·b summed in groups of four into 8 int32 lanes (lane m = bytes 4m..4m+3
@@ -3525,5 +3557,6 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->from_float[LLAMBDA_TYPE_Q8_0] = quantize_row_q8_0;
     k->from_float[LLAMBDA_TYPE_Q8_K] = quantize_row_q8_K;
     k->from_float[LLAMBDA_TYPE_F16] = convert_row_f16;
+    k->from_float[LLAMBDA_TYPE_BF16] = convert_row_bf16;
     k->from_float[LL_ACT_F16_AS_F32] = round_row_f16;
 }
