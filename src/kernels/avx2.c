@@ -342,7 +342,7 @@ static inline __attribute__((always_inline)) void gemm_tile(int T, int64_t n, fl
     const float *a[GEMM_R], *b[GEMM_T];
     for (int r = 0; r < GEMM_R; r++) a[r] = (const float *)(w + (size_t)r * stride);
     for (int t = 0; t < T; t++) b[t] = (const float *)(x + (size_t)t * x_stride);
-    __m512 part[GEMM_R][GEMM_T][4];
+    float part[4][GEMM_R][GEMM_T][16] __attribute__((aligned(64)));   /* explicit stores: see PASS_T */
     for (int j = 0; j < 4; j++) {
         __m512 acc[GEMM_R][GEMM_T];
         for (int r = 0; r < GEMM_R; r++)
@@ -358,12 +358,16 @@ static inline __attribute__((always_inline)) void gemm_tile(int T, int64_t n, fl
                 for (int r = 0; r < GEMM_R; r++) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
             }
         }
+        #pragma GCC unroll 4
         for (int r = 0; r < GEMM_R; r++)
-            for (int t = 0; t < T; t++) part[r][t][j] = acc[r][t];
+            #pragma GCC unroll 6
+            for (int t = 0; t < T; t++) _mm512_store_ps(part[j][r][t], acc[r][t]);
     }
     for (int r = 0; r < GEMM_R; r++)
         for (int t = 0; t < T; t++) {
-            double sum = reduce_4x16_zmm(part[r][t]);
+            __m512 q[4];
+            for (int j = 0; j < 4; j++) q[j] = _mm512_load_ps(part[j][r][t]);
+            double sum = reduce_4x16_zmm(q);
             for (int64_t k = nfull; k < n; k++) sum += (double)(a[r][k] * b[t][k]);
             out[(size_t)t * out_stride + (size_t)r] = (float)sum;
         }
