@@ -43,6 +43,7 @@ typedef struct matmul_set {
 #define GEMM_TOK_CHUNK 256  /* the same for float weights, whose rows cost more to fetch again */
 #endif
 #define PREFILL_TILES 8     /* prefill: row tiles per work item (their weights stay in L1/L2) */
+#define GEMM_TILES 6        /* the same for float weights: 48 rows, a whole number of six-row tiles */
 
 /* Packed tiles from the one starting at row r0 (one tile, or two for a pair kernel)
  * against tokens t0..t1, four tokens a call. */
@@ -86,7 +87,7 @@ typedef struct { int64_t n_tiles, item_tiles, n_rb, n_items; int chunk; } job_it
 static job_items items_of(const matmul_job *j) {
     job_items it;
     it.n_tiles = (j->w->rows + ROW_TILE - 1) / ROW_TILE;
-    it.item_tiles = j->n_tok == 1 ? DECODE_ITEM_TILES : PREFILL_TILES;
+    it.item_tiles = j->n_tok == 1 ? DECODE_ITEM_TILES : j->gemm ? GEMM_TILES : PREFILL_TILES;
     if (it.item_tiles > it.n_tiles) it.item_tiles = it.n_tiles;
     it.n_rb = (it.n_tiles + it.item_tiles - 1) / it.item_tiles;
     it.chunk = j->gemm ? GEMM_TOK_CHUNK : TOK_CHUNK;
