@@ -342,7 +342,7 @@ static inline __attribute__((always_inline)) void gemm_tile(int T, int64_t n, fl
     const float *a[GEMM_R], *b[GEMM_T];
     for (int r = 0; r < GEMM_R; r++) a[r] = (const float *)(w + (size_t)r * stride);
     for (int t = 0; t < T; t++) b[t] = (const float *)(x + (size_t)t * x_stride);
-    float part[4][GEMM_R][GEMM_T][16] __attribute__((aligned(64)));   /* explicit stores: see PASS_T */
+    float part[4][GEMM_R][GEMM_T][16] __attribute__((aligned(64)));   /* stored explicitly, as in the F16 tiles below */
     for (int j = 0; j < 4; j++) {
         __m512 acc[GEMM_R][GEMM_T];
         for (int r = 0; r < GEMM_R; r++)
