@@ -233,8 +233,8 @@ static BF16_TARGET void dot_bf16_x8(int64_t n, float *out, const void *w, size_t
         #pragma GCC unroll 8
         for (int r = 0; r < 8; r++) {
             const uint16_t *a = (const uint16_t *)((const uint8_t *)w + (size_t)r * stride) + i;
-            _mm_prefetch((const char *)a + 8 * stride, _MM_HINT_T0);   /* the next eight rows' same place */
-            _mm_prefetch((const char *)(a + 32) + 8 * stride, _MM_HINT_T0);
+            _mm_prefetch((const char *)a + 8 * stride, _MM_HINT_NTA);   /* the next eight rows' same place */
+            _mm_prefetch((const char *)(a + 32) + 8 * stride, _MM_HINT_NTA);
             c[r][0] = _mm512_dpbf16_ps(c[r][0], (__m512bh)_mm512_loadu_si512(a), y0);
             c[r][1] = _mm512_dpbf16_ps(c[r][1], (__m512bh)_mm512_loadu_si512(a + 32), y1);
         }
@@ -298,8 +298,8 @@ static void dot_f16_x8(int64_t n, float *out, const void *w, size_t stride, cons
         for (int64_t i = 0; i < full; i += 64) {
             #pragma GCC unroll 4
             for (int r = 0; r < 4; r++) {   /* the same place in the rows four ahead: the next pass */
-                _mm_prefetch((const char *)(a[r] + i) + 4 * stride, _MM_HINT_T0);
-                _mm_prefetch((const char *)(a[r] + i) + 4 * stride + 64, _MM_HINT_T0);
+                _mm_prefetch((const char *)(a[r] + i) + 4 * stride, _MM_HINT_NTA);
+                _mm_prefetch((const char *)(a[r] + i) + 4 * stride + 64, _MM_HINT_NTA);
             }
             #pragma GCC unroll 4
             for (int j = 0; j < 4; j++) {
