@@ -68,6 +68,8 @@ int ll_cpu_has_avx2(void) { return ll_cpu_has_avx2_base(); }
  * 114.2, Q4_0 and F16 even, 4 KiB in between; then the NTA hint instead of T0, Q4_K_M
  * 63.8 -> 69.1, Nemotron (6 layers) 77.2 -> 81.5, Qwen3-Next 112.2 -> 118.4; prompts even. */
 #define PREFETCH_AHEAD 8192
+/* the weight stream at p, PREFETCH_AHEAD bytes on */
+static inline __attribute__((always_inline)) void prefetch_ahead(const void *p) { _mm_prefetch((const char *)p + PREFETCH_AHEAD, _MM_HINT_NTA); }
 
 /* hsum8 of scalar.c: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) */
 static inline float hsum8(__m256 x) {
@@ -171,8 +173,8 @@ static void dot_bf16(int64_t n, float *s, const void *w, const void *x) {
     __m256 c[2][2] = {{_mm256_setzero_ps(), _mm256_setzero_ps()}, {_mm256_setzero_ps(), _mm256_setzero_ps()}};
     int64_t i = 0;
     for (; i + 64 <= n; i += 64) {
-        _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
-        _mm_prefetch((const char *)(a + i + 32) + PREFETCH_AHEAD, _MM_HINT_NTA);
+        prefetch_ahead(a + i);
+        prefetch_ahead(a + i + 32);
         for (int h = 0; h < 2; h++) {
             c[h][0] = dpbf16_8(c[h][0], a + i + 32 * h, b + i + 32 * h);
             c[h][1] = dpbf16_8(c[h][1], a + i + 32 * h + 16, b + i + 32 * h + 16);
@@ -211,8 +213,8 @@ static BF16_TARGET void dot_bf16_dp(int64_t n, float *s, const void *w, const vo
     __m512 c0 = _mm512_setzero_ps(), c1 = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 64 <= n; i += 64) {
-        _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
-        _mm_prefetch((const char *)(a + i + 32) + PREFETCH_AHEAD, _MM_HINT_NTA);
+        prefetch_ahead(a + i);
+        prefetch_ahead(a + i + 32);
         c0 = dpbf16(c0, a + i, b + i);
         c1 = dpbf16(c1, a + i + 32, b + i + 32);
     }
@@ -259,8 +261,8 @@ static void dot_f16(int64_t n, float *s, const void *w, const void *x) {
     __m512 acc[4];
     for (int j = 0; j < 4; j++) acc[j] = _mm512_setzero_ps();
     for (; i + 64 <= n; i += 64) {
-        _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
-        _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD + 64, _MM_HINT_NTA);
+        prefetch_ahead(a + i);
+        prefetch_ahead((const char *)(a + i) + 64);
         for (int j = 0; j < 4; j++)
             acc[j] = _mm512_fmadd_ps(load_f16x16(a + i + 16 * j), _mm512_loadu_ps(b + i + 16 * j), acc[j]);
     }
@@ -269,8 +271,8 @@ static void dot_f16(int64_t n, float *s, const void *w, const void *x) {
     __m256 lo[4], hi[4];
     for (int j = 0; j < 4; j++) lo[j] = hi[j] = _mm256_setzero_ps();
     for (; i + 64 <= n; i += 64) {
-        _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
-        _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD + 64, _MM_HINT_NTA);
+        prefetch_ahead(a + i);
+        prefetch_ahead((const char *)(a + i) + 64);
         for (int j = 0; j < 4; j++) {
             const float *bj = b + i + 16 * j;
             lo[j] = _mm256_fmadd_ps(load_f16(a + i + 16 * j), _mm256_loadu_ps(bj), lo[j]);
@@ -799,7 +801,7 @@ static inline __attribute__((always_inline)) void dot_blocks32_x8(int type, int6
         float d[8], m[8], ys, yd = act32_scale(type, x, i, &ys);
         for (int r = 0; r < 8; r++) {
             const uint8_t *row = wb + (size_t)r * stride;
-            _mm_prefetch((const char *)row + (size_t)i * bs + PREFETCH_AHEAD, _MM_HINT_NTA);
+            prefetch_ahead((const char *)row + (size_t)i * bs);
             isum[r] = block32_sum(type, row, i, x, &d[r], &m[r]);
         }
         __m256 is = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)isum));
@@ -906,9 +908,9 @@ static inline __attribute__((always_inline)) void packed_4bit_tile(int type, int
     for (int t = 0; t < T; t++) sum[t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / 32; i++) {
         const block_4bit_x8 *p = (const block_4bit_x8 *)((const uint8_t *)tile + (size_t)i * bs);
-        _mm_prefetch((const char *)p + PREFETCH_AHEAD, _MM_HINT_NTA);
-        _mm_prefetch((const char *)p + PREFETCH_AHEAD + 64, _MM_HINT_NTA);
-        _mm_prefetch((const char *)p + PREFETCH_AHEAD + 128, _MM_HINT_NTA);
+        prefetch_ahead(p);
+        prefetch_ahead((const char *)p + 64);
+        prefetch_ahead((const char *)p + 128);
         const int8_t *yq[4];
         #pragma GCC unroll 4
         for (int t = 0; t < T; t++)
@@ -1087,8 +1089,8 @@ static void dot_q2_K(int64_t n, float *s, const void *w, const void *x) {
     const __m256i m3 = _mm256_set1_epi8(3);
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
-        _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD + 64, _MM_HINT_NTA);
+        prefetch_ahead(a + i);
+        prefetch_ahead((const char *)(a + i) + 64);
         int msum = 0;
         for (int g = 0; g < 16; g++) msum += b[i].bsums[g] * (a[i].scales[g] >> 4);
         __m256i acc = _mm256_setzero_si256();
@@ -1152,7 +1154,7 @@ static inline __attribute__((always_inline)) void q2_K_packed_tile(int64_t n, fl
         for (int t = 0; t < T; t++) y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
         #pragma GCC unroll 13
         for (int l = 0; l < 13; l++)   /* the whole 800-byte block */
-            _mm_prefetch((const char *)p + PREFETCH_AHEAD + 64 * l, _MM_HINT_NTA);
+            prefetch_ahead((const char *)p + 64 * l);
         __m256i isum[2], msum[2];
         #pragma GCC unroll 2
         for (int t = 0; t < T; t++) isum[t] = msum[t] = _mm256_setzero_si256();
@@ -1218,8 +1220,8 @@ static void dot_q3_K(int64_t n, float *s, const void *w, const void *x) {
     const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
-        _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD + 64, _MM_HINT_NTA);
+        prefetch_ahead(a + i);
+        prefetch_ahead((const char *)(a + i) + 64);
         int8_t S[16];
         ll_q3_K_scales(a[i].scales, S);
         int ofs = 0;
@@ -1296,7 +1298,7 @@ static inline __attribute__((always_inline)) void q3_K_packed_tile(int64_t n, fl
         for (int t = 0; t < T; t++) y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
         #pragma GCC unroll 19
         for (int l = 0; l < 19; l++)   /* the whole 1168-byte block */
-            _mm_prefetch((const char *)p + PREFETCH_AHEAD + 64 * l, _MM_HINT_NTA);
+            prefetch_ahead((const char *)p + 64 * l);
         __m256i isum[2];
         #pragma GCC unroll 2
         for (int t = 0; t < T; t++) isum[t] = _mm256_setzero_si256();
@@ -1353,9 +1355,9 @@ static void dot_iq4_xs(int64_t n, float *s, const void *w, const void *x) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
-        _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD, _MM_HINT_NTA);
-        _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD + 64, _MM_HINT_NTA);
-        _mm_prefetch((const char *)(a + i) + PREFETCH_AHEAD + 128, _MM_HINT_NTA);
+        prefetch_ahead(a + i);
+        prefetch_ahead((const char *)(a + i) + 64);
+        prefetch_ahead((const char *)(a + i) + 128);
         __m256i lane = _mm256_setzero_si256();
         #pragma GCC unroll 8
         for (int sb = 0; sb < 8; sb++) {
@@ -1423,7 +1425,7 @@ static inline __attribute__((always_inline)) void iq4_xs_packed_tile(int64_t n, 
         for (int t = 0; t < T; t++) y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
         #pragma GCC unroll 18
         for (int l = 0; l < 18; l++)   /* the whole 1104-byte block */
-            _mm_prefetch((const char *)p + PREFETCH_AHEAD + 64 * l, _MM_HINT_NTA);
+            prefetch_ahead((const char *)p + 64 * l);
         __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d));
         __m256i ls[8];   /* each sub-block's row scales as int16 pairs (s, s) */
         #pragma GCC unroll 8
@@ -1494,9 +1496,9 @@ static void dot_q4_K_x8(int64_t n, float *out, const void *w, size_t stride, con
         const block_q4_K *a = (const block_q4_K *)(wb + (size_t)r * stride);
         for (int64_t i = 0; i < nb; i++) {
             /* the rows are contiguous: keep the stream ahead of us in flight */
-            _mm_prefetch((const char *)&a[i] + PREFETCH_AHEAD, _MM_HINT_NTA);
-            _mm_prefetch((const char *)&a[i] + PREFETCH_AHEAD + 64, _MM_HINT_NTA);
-            _mm_prefetch((const char *)&a[i] + PREFETCH_AHEAD + 128, _MM_HINT_NTA);
+            prefetch_ahead(&a[i]);
+            prefetch_ahead((const char *)&a[i] + 64);
+            prefetch_ahead((const char *)&a[i] + 128);
             uint32_t u[4];
             k4_unpack(a[i].scales, u);
             const uint8_t *sc = (const uint8_t *)u;
@@ -1625,7 +1627,7 @@ static inline __attribute__((always_inline)) void q4_K_packed_tile(int64_t n, fl
         for (int j = 0; j < 4; j++) {
             #pragma GCC unroll 5
             for (int l = 0; l < 5; l++)   /* the whole 1152-byte block, a quarter per j */
-                _mm_prefetch((const char *)p + PREFETCH_AHEAD + 64 * (5 * j + l), _MM_HINT_NTA);
+                prefetch_ahead((const char *)p + 64 * (5 * j + l));
             __m256i lo[4], hi[4];   /* the two sub-blocks of group j, per token */
             #pragma GCC unroll 4
             for (int t = 0; t < T; t++) lo[t] = hi[t] = _mm256_setzero_si256();
@@ -1737,10 +1739,10 @@ static void dot_q6_K(int64_t n, float *s, const void *w, const void *x) {
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
         float d = b[i].d * LL_FP16(a[i].d);
-        _mm_prefetch((const char *)&a[i] + PREFETCH_AHEAD, _MM_HINT_NTA);
-        _mm_prefetch((const char *)&a[i] + PREFETCH_AHEAD + 64, _MM_HINT_NTA);
-        _mm_prefetch((const char *)&a[i] + PREFETCH_AHEAD + 128, _MM_HINT_NTA);
-        _mm_prefetch((const char *)&a[i] + PREFETCH_AHEAD + 192, _MM_HINT_NTA);
+        prefetch_ahead(&a[i]);
+        prefetch_ahead((const char *)&a[i] + 64);
+        prefetch_ahead((const char *)&a[i] + 128);
+        prefetch_ahead((const char *)&a[i] + 192);
         __m256i q[8], sc[8], s0 = _mm256_setzero_si256(), s1 = s0;   /* two chains: halves the latency */
         q6_K_unpack_half(&a[i], 0, q);
         q6_K_unpack_half(&a[i], 1, q + 4);
@@ -1869,7 +1871,7 @@ static inline __attribute__((always_inline)) void q6_K_packed_tile(int64_t n, fl
         for (int k = 0; k < 8; k++) {
             #pragma GCC unroll 4
             for (int l = 0; l < 4; l++)   /* the whole 1680-byte block: 27 lines, 4 per step */
-                _mm_prefetch((const char *)p + PREFETCH_AHEAD + 64 * (4 * k + l), _MM_HINT_NTA);
+                prefetch_ahead((const char *)p + 64 * (4 * k + l));
             __m256i lane[4];   /* lane k of dot_q6_K's sum, for the eight rows */
             #pragma GCC unroll 4
             for (int t = 0; t < T; t++) lane[t] = _mm256_setzero_si256();
@@ -1987,7 +1989,7 @@ static inline __attribute__((always_inline)) void q6_K_r8_tile(int64_t n, float 
         for (int r = 0; r < 8; r++) {
             #pragma GCC unroll 4
             for (int l = 0; l < 4; l++)   /* the 1680-byte block: 27 lines over the rows */
-                if (4 * r + l < 27) _mm_prefetch((const char *)p + PREFETCH_AHEAD + 64 * (4 * r + l), _MM_HINT_NTA);
+                if (4 * r + l < 27) prefetch_ahead((const char *)p + 64 * (4 * r + l));
             const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p->sc[r]));
             __m512i lane[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
             #pragma GCC unroll 2
@@ -2042,8 +2044,8 @@ static inline __m512 load_pair_f16(const uint16_t *a, const uint16_t *b) {
                                                    _mm_loadu_si128((const __m128i *)b), 1));
 }
 static inline void prefetch_pair(const void *a, const void *b, int line) {
-    _mm_prefetch((const char *)a + PREFETCH_AHEAD + 64 * line, _MM_HINT_NTA);
-    _mm_prefetch((const char *)b + PREFETCH_AHEAD + 64 * line, _MM_HINT_NTA);
+    prefetch_ahead((const char *)a + 64 * line);
+    prefetch_ahead((const char *)b + 64 * line);
 }
 
 static inline __attribute__((always_inline)) void q4_K_packed_tile16(int64_t n, float *out, size_t out_stride,
@@ -2399,7 +2401,7 @@ static void q8_0_packed_rows(int64_t n, float *out, const block_q8_0 *p, const b
     for (int64_t i = 0; i < n / 32; i++, p += 8) {
         #pragma GCC unroll 5
         for (int l = 0; l < 5; l++)   /* the 272 bytes of the eight blocks */
-            _mm_prefetch((const char *)p + PREFETCH_AHEAD + 64 * l, _MM_HINT_NTA);
+            prefetch_ahead((const char *)p + 64 * l);
         __m256i yq = _mm256_loadu_si256((const __m256i *)y[i].qs);
         float yd = LL_FP16(y[i].d);
         #pragma GCC unroll 8
@@ -2466,7 +2468,7 @@ static inline __attribute__((always_inline)) void q4_0_packed_tile(int64_t n, fl
     for (int64_t i = 0; i < n / 32; i++, p++) {
         #pragma GCC unroll 3
         for (int l = 0; l < 3; l++)   /* the 144-byte block */
-            _mm_prefetch((const char *)p + PREFETCH_AHEAD + 64 * l, _MM_HINT_NTA);
+            prefetch_ahead((const char *)p + 64 * l);
         const block_q8_0 *y[4];
         __m256i isum[4];
         #pragma GCC unroll 4
@@ -2636,7 +2638,7 @@ static inline __attribute__((always_inline)) void q5_K_packed_tile(int64_t n, fl
         for (int k = 0; k < 8; k++) {
             #pragma GCC unroll 3
             for (int l = 0; l < 3; l++)   /* the 1440-byte block: 23 lines, 3 per step */
-                _mm_prefetch((const char *)p + PREFETCH_AHEAD + 64 * (3 * k + l), _MM_HINT_NTA);
+                prefetch_ahead((const char *)p + 64 * (3 * k + l));
             __m256i h = _mm256_loadu_si256((const __m256i *)p->qh[k]);
             __m256i lane[2];
             #pragma GCC unroll 2
