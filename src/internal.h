@@ -175,9 +175,10 @@ static inline int64_t ll_pass_index(int64_t k, int64_t n, int n_pass) {
 /* Optional, float weights: n_rows rows (stride bytes apart) against n_tok activation rows
  * (x_stride bytes apart, in the format gemm_act names), out[t * out_stride + r], each
  * equal to vec_dot bit for bit; scratch holds ll_gemm_scratch_bytes(n) bytes of the
- * calling thread's own. */
+ * calling thread's own. next (may be NULL) is the next_bytes of weights the thread reads
+ * next: the kernel fetches them into cache a slice at a time while it computes. */
 typedef void (*ll_gemm_fn)(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, int n_rows,
-                           const void *x, size_t x_stride, int n_tok, void *scratch);
+                           const void *x, size_t x_stride, int n_tok, void *scratch, const void *next, size_t next_bytes);
 #define LL_GEMM_ROWS 6   /* weight rows a prompt kernel reorders into its scratch at a time */
 #define LL_GEMM_BLOCK_BYTES (192 * 1024)   /* reordered weight rows a prompt kernel keeps (L2) */
 /* A reordered row's stride in elements: n rounded up to 32 (bytes a multiple of 64) */

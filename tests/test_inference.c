@@ -217,7 +217,7 @@ static void test_quantized(int ftype) {
     }
     llambda_model_free(q);
     llambda_model_free(f);
-    if (ftype != LLAMBDA_FTYPE_BF16) test_repack_bits(path);   /* float weights stay as mapped */
+    test_repack_bits(path);
     test_invariance(path);
     remove(path);
 }
@@ -533,6 +533,10 @@ int main(void) {
     TEST("inference: repacked Q8_0 weights give the mapped rows' bits (llama Q8_0)") test_repack_bits("models/tiny-llama31-Q8_0.gguf");
     TEST("inference: repacked Q4_0 weights give the mapped rows' bits (llama Q4_0)") test_repack_bits("models/tiny-llama31-Q4_0.gguf");
     TEST("inference: repacked Q5_K weights give the mapped rows' bits (llama Q5_K_M)") test_repack_bits("models/tiny-llama31-Q5_K_M.gguf");
+    TEST("inference: F16 rows copied to aligned huge-page memory give the mapped rows' bits (tied llama F16)")
+        test_repack_bits("models/tiny-llama32-tied-F16.gguf");
+    TEST("inference: F32 rows copied to aligned huge-page memory give the mapped rows' bits (llama F32)")
+        test_repack_bits("models/tiny-llama31-F32.gguf");
     TEST("inference: repacked Q4_K/Q5_0/Q6_K weights give the mapped rows' bits (nemotron experts)")
         test_repack_bits("archs/nemotron_h_moe/models/tiny-nemotron-h-moe-Q4_K_M.gguf");
     TEST("inference: repacked Q4_K/Q6_K weights give the mapped rows' bits (qwen3next experts)") test_repack_bits("archs/qwen3next/models/tiny-qwen3next-Q4_K_M.gguf");

@@ -113,11 +113,26 @@ static void compare_gemm(const ll_kernels *ref, const ll_kernels *k, int type) {
             for (int r = 0; r < rows; r++)
                 ref->vec_dot[type](n, &want[(size_t)s * (size_t)rows + (size_t)r], w + (size_t)r * wrow, x + (size_t)s * xrow);
         memset(got, 0, sizeof(float) * (size_t)rows * (size_t)toks);
-        k->gemm[type](n, got, (size_t)rows, w, wrow, rows, gx, grow, toks, scratch);
+        k->gemm[type](n, got, (size_t)rows, w, wrow, rows, gx, grow, toks, scratch, NULL, 0);
         int bad = 0;
         for (int i = 0; i < rows * toks; i++) bad += memcmp(&got[i], &want[i], 4) != 0;
         CHECK(!bad, "%s: %s prompt kernel (%d x %d rows x %d tokens) differs from the single-row one in %d elements",
               t->name, k->isa, n, rows, toks, bad);
+        if (k->pack_x8[type] && rows >= 8) {   /* the whole tiles' rows as repacked, their stride, the next rows fetched */
+            size_t tile = k->pack_x8[type](n, w, wrow, NULL);
+            int tiles = rows / 8;
+            uint8_t *packed = malloc(tile * (size_t)tiles);
+            for (int i = 0; i < tiles; i++) k->pack_x8[type](n, w + (size_t)i * 8 * wrow, wrow, packed + (size_t)i * tile);
+            memset(got, 0, sizeof(float) * (size_t)rows * (size_t)toks);
+            k->gemm[type](n, got, (size_t)rows, packed, tile / 8, tiles * 8, gx, grow, toks, scratch, w, wrow * (size_t)rows);
+            bad = 0;
+            for (int s = 0; s < toks; s++)
+                for (int r = 0; r < tiles * 8; r++)
+                    bad += memcmp(&got[(size_t)s * (size_t)rows + (size_t)r], &want[(size_t)s * (size_t)rows + (size_t)r], 4) != 0;
+            CHECK(!bad, "%s: %s prompt kernel on repacked rows (%d x %d rows x %d tokens) differs in %d elements", t->name,
+                  k->isa, n, tiles * 8, toks, bad);
+            free(packed);
+        }
         free(w); free(x); free(gx); free(scratch); free(f); free(want); free(got);
     }
 }
@@ -206,7 +221,7 @@ static void compare_bf16_range(const ll_kernels *ref, const ll_kernels *k, int l
             k->from_float[gdt](xf, gx + (size_t)t * grow, N);
         }
         memset(got, 0, sizeof got);
-        k->gemm[LLAMBDA_TYPE_BF16](N, &got[0][0], R, w, sizeof w[0], R, gx, grow, T, scratch);
+        k->gemm[LLAMBDA_TYPE_BF16](N, &got[0][0], R, w, sizeof w[0], R, gx, grow, T, scratch, NULL, 0);
         CHECK(!memcmp(got, want, sizeof got), "%s: BF16 prompt kernel with exponents %d..%d differs from scalar", k->isa, lo, hi);
         free(gx); free(scratch);
     }

@@ -320,6 +320,51 @@ static void dot_f16_x8(int64_t n, float *out, const void *w, size_t stride, cons
 }
 #endif
 
+/* Float weights (F16, BF16, F32) "repacked": eight rows copied as they are, each starting
+ * on a 64-byte line (the file's rows start 32 bytes past one), into the model's huge-page
+ * memory, where the hardware prefetcher is not stopped at every 4 KiB page's end and the
+ * TLB holds the whole matrix. llama-3.2-1b tg64 against the mapped file, alternating
+ * medians: BF16 18.6 -> 20.7 t/s, F16 16.0 -> 18.0. The kernels are the single-row ones,
+ * each row read in place, so the same bits. */
+static size_t float_row_stride(int64_t n, size_t elt) { return ((size_t)n * elt + 63) & ~(size_t)63; }
+
+static size_t pack_float_rows_x8(int64_t n, size_t elt, const void *w, size_t stride, void *dst) {
+    const size_t s = float_row_stride(n, elt), bytes = (size_t)n * elt;
+    for (int r = 0; dst && r < 8; r++) {
+        memcpy((uint8_t *)dst + (size_t)r * s, (const uint8_t *)w + (size_t)r * stride, bytes);
+        memset((uint8_t *)dst + (size_t)r * s + bytes, 0, s - bytes);
+    }
+    return 8 * s;
+}
+static size_t pack_rows16_x8(int64_t n, const void *w, size_t stride, void *dst) { return pack_float_rows_x8(n, 2, w, stride, dst); }
+static size_t pack_rows32_x8(int64_t n, const void *w, size_t stride, void *dst) { return pack_float_rows_x8(n, 4, w, stride, dst); }
+
+/* a repacked tile through the single-row kernel, row by row */
+#define PACKED_ROWS(NAME, ROW_DOT, ELT)                                                                            \
+    static void NAME(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,  \
+                     int n_tok) {                                                                                   \
+        for (int t = 0; t < n_tok; t++)                                                                            \
+            for (int r = 0; r < 8; r++)                                                                            \
+                ROW_DOT(n, &out[(size_t)t * out_stride + (size_t)r],                                              \
+                        (const uint8_t *)tile + (size_t)r * float_row_stride(n, ELT), (const uint8_t *)x + (size_t)t * x_stride); \
+    }
+PACKED_ROWS(dot_f16_rows, dot_f16, 2)
+PACKED_ROWS(dot_bf16_rows, dot_bf16, 2)
+PACKED_ROWS(dot_f32_rows, dot_f32, 4)
+
+#ifdef LL_AVX512
+static void dot_f16_packed(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
+                           int n_tok) {
+    for (int t = 0; t < n_tok; t++)
+        dot_f16_x8(n, out + (size_t)t * out_stride, tile, float_row_stride(n, 2), (const uint8_t *)x + (size_t)t * x_stride);
+}
+static BF16_TARGET void dot_bf16_packed(int64_t n, float *out, size_t out_stride, const void *tile, const void *x,
+                                        size_t x_stride, int n_tok) {
+    for (int t = 0; t < n_tok; t++)
+        dot_bf16_x8(n, out + (size_t)t * out_stride, tile, float_row_stride(n, 2), (const uint8_t *)x + (size_t)t * x_stride);
+}
+#endif
+
 /* f32 -> f16 -> f32 (LL_ACT_F16_AS_F32) with F16C; a group holding a NaN goes scalar
  * (the canonical quiet NaN) */
 static void round_row_f16(const float *x, void *y, int64_t n) {
@@ -382,8 +427,8 @@ static inline __attribute__((always_inline)) void gemm_tile(int T, int64_t n, fl
 }
 
 static void gemm_f32(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, int n_rows, const void *x,
-                     size_t x_stride, int n_tok, void *scratch) {
-    (void)scratch;
+                     size_t x_stride, int n_tok, void *scratch, const void *next, size_t next_bytes) {
+    (void)scratch; (void)next; (void)next_bytes;
     const uint8_t *wb = w, *xb = x;
     int rfull = n_rows / GEMM_R * GEMM_R;
     for (int r0 = 0; r0 < rfull; r0 += GEMM_R) {
@@ -458,10 +503,13 @@ static void pass_rows(int n_pass, int64_t n, const uint8_t *w, size_t stride, in
     for (int r = 0; r < R; r++) {
         const uint16_t *s = (const uint16_t *)(w + (size_t)r * stride);
         uint16_t *d = dst + (size_t)r * ws;
-        for (int64_t i = 0; i < full; i += LL_PASS_STEP)
+        for (int64_t i = 0; i < full; i += LL_PASS_STEP) {
+            prefetch_ahead(s + i);
+            prefetch_ahead(s + i + 32);
             for (int j = 0; j < n_pass; j++)
                 for (int64_t e = 0; e < unit; e += 16)
                     _mm256_storeu_si256((__m256i *)(d + j * P + i / n_pass + e), _mm256_loadu_si256((const __m256i *)(s + i + j * unit + e)));
+        }
         for (int64_t k = full; k < n; k++) d[k] = s[k];
     }
 }
@@ -540,6 +588,25 @@ static inline __attribute__((always_inline)) BF16_TARGET void pass_tile_bf16(int
         }
 }
 
+/* The weights a thread reads next (its next work item's rows), fetched into L2 in equal
+ * slices, one per four-token step of the current item, so that they arrive while this
+ * item computes and its reordering (pass_rows) finds them in cache rather than waiting
+ * on memory: pass_rows fell from 7.2% to 1.8% of a llama-3.2-1b F16 pp512's samples
+ * with this, the weights' huge pages and pass_rows' own prefetch together. */
+typedef struct { const char *p, *end; size_t slice; } next_fetch;
+
+static inline next_fetch next_fetch_start(const void *next, size_t bytes, int steps) {
+    next_fetch f = {next, next ? (const char *)next + bytes : NULL, 0};
+    if (next && steps > 0) f.slice = (bytes / (size_t)steps + 64) & ~(size_t)63;
+    return f;
+}
+
+static inline __attribute__((always_inline)) void next_fetch_step(next_fetch *f) {
+    if (!f->slice) return;
+    for (const char *e = f->p + f->slice < f->end ? f->p + f->slice : f->end; f->p < e; f->p += 64)
+        _mm_prefetch(f->p, _MM_HINT_T1);
+}
+
 /* Six rows at a time into the scratch, then every four-token tile against them; the
  * tile's shape a constant in each case, so it stays in registers. A macro, not a
  * function, so that each kernel keeps its own target. */
@@ -549,10 +616,12 @@ static inline __attribute__((always_inline)) BF16_TARGET void pass_tile_bf16(int
         const size_t ws = (size_t)ll_gemm_row_stride(n);                                                           \
         const int block = ll_gemm_block_rows(n);                                                                   \
         uint16_t *wp = (uint16_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);                                   \
+        next_fetch nf = next_fetch_start(next, next_bytes, ((n_rows + block - 1) / block) * ((n_tok + PASS_T - 1) / PASS_T)); \
         for (int b0 = 0; b0 < n_rows; b0 += block) {                                                               \
             int B = n_rows - b0 < block ? n_rows - b0 : block;                                                     \
             pass_rows(N_PASS, n, (const uint8_t *)w + (size_t)b0 * stride, stride, B, wp, ws);                     \
             for (int t0 = 0; t0 < n_tok; t0 += PASS_T) {                                                           \
+                next_fetch_step(&nf);                                                                              \
                 int T = n_tok - t0 < PASS_T ? n_tok - t0 : PASS_T;                                                 \
                 const uint8_t *xt = (const uint8_t *)x + (size_t)t0 * x_stride;                                    \
                 for (int r0 = 0; r0 < B; r0 += LL_GEMM_ROWS) {                                                     \
@@ -573,11 +642,12 @@ static inline __attribute__((always_inline)) BF16_TARGET void pass_tile_bf16(int
     } while (0)
 
 static void gemm_f16(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, int n_rows, const void *x,
-                     size_t x_stride, int n_tok, void *scratch) {
+                     size_t x_stride, int n_tok, void *scratch, const void *next, size_t next_bytes) {
     GEMM_PASS(pass_tile_f16, 4);
 }
 static BF16_TARGET void gemm_bf16(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, int n_rows,
-                                  const void *x, size_t x_stride, int n_tok, void *scratch) {
+                                  const void *x, size_t x_stride, int n_tok, void *scratch, const void *next,
+                                  size_t next_bytes) {
     GEMM_PASS(pass_tile_bf16, 2);
 }
 #endif
@@ -3506,7 +3576,13 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q8_0] = dot_q8_0_x8_t4;
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q4_0] = dot_q4_0_x8_t4;
     k->vec_dot[LLAMBDA_TYPE_BF16] = dot_bf16;
+    k->pack_x8[LLAMBDA_TYPE_F16] = k->pack_x8[LLAMBDA_TYPE_BF16] = pack_rows16_x8;
+    k->dot_packed[LLAMBDA_TYPE_F16] = dot_f16_rows;
+    k->dot_packed[LLAMBDA_TYPE_BF16] = dot_bf16_rows;
+    k->pack_x8[LLAMBDA_TYPE_F32] = pack_rows32_x8;
+    k->dot_packed[LLAMBDA_TYPE_F32] = dot_f32_rows;
 #ifdef LL_AVX512
+    k->dot_packed[LLAMBDA_TYPE_F16] = dot_f16_packed;
     k->dot_packed2[LLAMBDA_TYPE_Q4_K] = dot_q4_K_packed2;
     k->dot_packed2[LLAMBDA_TYPE_Q4_0] = dot_q4_0_packed2;
     k->dot_packed2[LLAMBDA_TYPE_IQ4_XS] = dot_iq4_xs_packed2;
@@ -3523,6 +3599,7 @@ void ll_kernels_avx2(ll_kernels *k) {
     if (ll_cpu_has_avx512_bf16()) {   /* else BF16 keeps dot_bf16, the emulation */
         k->vec_dot[LLAMBDA_TYPE_BF16] = dot_bf16_dp;
         k->vec_dot_x8[LLAMBDA_TYPE_BF16] = dot_bf16_x8;
+        k->dot_packed[LLAMBDA_TYPE_BF16] = dot_bf16_packed;
         k->gemm[LLAMBDA_TYPE_BF16] = gemm_bf16;
         k->gemm_act[LLAMBDA_TYPE_BF16] = LL_ACT_BF16_PASS;
         k->from_float[LL_ACT_BF16_PASS] = pass_row_bf16;

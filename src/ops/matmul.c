@@ -95,15 +95,52 @@ static job_items items_of(const matmul_job *j) {
     return it;
 }
 
-static void run_item(const matmul_job *j, const job_items *it, int64_t item, void *scratch) {
+/* Rows r0..r1 of a float weight for its prompt kernel: the repacked copy holds the whole
+ * tiles' rows, one after another packed_tile / 8 bytes apart; the rest are the file's. */
+typedef struct { const uint8_t *w; size_t stride; int64_t r0, r1; } row_span;
+
+static int float_row_spans(const ll_weight *w, int64_t r0, int64_t r1, row_span span[2]) {
+    int64_t split = w->packed ? w->rows / ROW_TILE * ROW_TILE : 0, n = 0;
+    if (split > r1) split = r1;
+    if (r0 < split) {
+        size_t stride = w->packed_tile / ROW_TILE;
+        span[n++] = (row_span){w->packed + (size_t)r0 * stride, stride, r0, split};
+    }
+    if (split < r0) split = r0;
+    if (split < r1) span[n++] = (row_span){w->data + (size_t)split * w->row_bytes, w->row_bytes, split, r1};
+    return (int)n;
+}
+
+static void item_row_range(const job_items *it, const ll_weight *w, int64_t item, int64_t *r0, int64_t *r1) {
+    int64_t tile0 = (item % it->n_rb) * it->item_tiles;
+    int64_t tile1 = tile0 + it->item_tiles < it->n_tiles ? tile0 + it->item_tiles : it->n_tiles;
+    *r0 = tile0 * ROW_TILE;
+    *r1 = tile1 * ROW_TILE < w->rows ? tile1 * ROW_TILE : w->rows;
+}
+
+/* The weight bytes an item reads first: its rows (all its tokens read the same ones). */
+static const uint8_t *item_rows(const matmul_job *j, const job_items *it, int64_t item, size_t *bytes) {
+    int64_t r0, r1;
+    row_span span[2];
+    item_row_range(it, j->w, item, &r0, &r1);
+    float_row_spans(j->w, r0, r1, span);
+    *bytes = (size_t)(span[0].r1 - span[0].r0) * span[0].stride;
+    return span[0].w;
+}
+
+static void run_item(const matmul_job *j, const job_items *it, int64_t item, void *scratch, const void *next,
+                     size_t next_bytes) {
     int t0 = (int)(item / it->n_rb) * it->chunk, t1 = t0 + it->chunk < j->n_tok ? t0 + it->chunk : j->n_tok;
     int64_t tile0 = (item % it->n_rb) * it->item_tiles;
     int64_t tile1 = tile0 + it->item_tiles < it->n_tiles ? tile0 + it->item_tiles : it->n_tiles;
     if (j->gemm) {
-        int64_t r0 = tile0 * ROW_TILE, r1 = tile1 * ROW_TILE < j->w->rows ? tile1 * ROW_TILE : j->w->rows;
-        j->gemm(j->w->cols, j->y + (size_t)t0 * (size_t)j->w->rows + (size_t)r0, (size_t)j->w->rows,
-                j->w->data + (size_t)r0 * j->w->row_bytes, j->w->row_bytes, (int)(r1 - r0), j->xq + (size_t)t0 * j->xq_row,
-                j->xq_row, t1 - t0, scratch);
+        int64_t r0, r1;
+        row_span span[2];
+        item_row_range(it, j->w, item, &r0, &r1);
+        for (int s = 0, n = float_row_spans(j->w, r0, r1, span); s < n; s++)
+            j->gemm(j->w->cols, j->y + (size_t)t0 * (size_t)j->w->rows + (size_t)span[s].r0, (size_t)j->w->rows, span[s].w,
+                    span[s].stride, (int)(span[s].r1 - span[s].r0), j->xq + (size_t)t0 * j->xq_row, j->xq_row, t1 - t0,
+                    scratch, s + 1 == n ? next : NULL, next_bytes);
         return;
     }
     for (int64_t tile = tile0; tile < tile1; tile++) {
@@ -129,6 +166,28 @@ static int64_t grab_items(int64_t left, int nth) {
     return take < 1 ? 1 : take;
 }
 
+/* Prompt items one at a time. A thread computing a float weight's item holds the next
+ * one it will compute (but for the last few of the set, which go to whoever is free), so
+ * that the kernel fetches that item's rows meanwhile. */
+static void prompt_items(matmul_set *s, const job_items *its, const int64_t *end, int64_t total, int nth, uint8_t *scratch) {
+    int64_t cur = atomic_fetch_add_explicit(&s->next_item, 1, memory_order_relaxed), nxt;
+    int k = 0;
+    while (cur < total) {
+        while (cur >= end[k]) k++;   /* items only grow */
+        int ahead = s->jobs[k].gemm && atomic_load_explicit(&s->next_item, memory_order_relaxed) < total - nth;
+        nxt = ahead ? atomic_fetch_add_explicit(&s->next_item, 1, memory_order_relaxed) : -1;
+        const uint8_t *next = NULL;
+        size_t next_bytes = 0;
+        if (ahead && nxt < total) {
+            int kn = k;
+            while (nxt >= end[kn]) kn++;
+            if (s->jobs[kn].gemm) next = item_rows(&s->jobs[kn], &its[kn], nxt - (end[kn] - its[kn].n_items), &next_bytes);
+        }
+        run_item(&s->jobs[k], &its[k], cur - (end[k] - its[k].n_items), scratch, next, next_bytes);
+        cur = ahead ? nxt : atomic_fetch_add_explicit(&s->next_item, 1, memory_order_relaxed);
+    }
+}
+
 /* Which thread computes an element, and in which item, never changes its bits. */
 static void matmul_task(void *arg, int ith, int nth) {
     matmul_set *s = arg;
@@ -140,17 +199,22 @@ static void matmul_task(void *arg, int ith, int nth) {
         end[k] = total += its[k].n_items;
         decode &= s->jobs[k].n_tok == 1;
     }
+    uint8_t *scratch = s->scratch + (size_t)ith * s->scratch_stride;
+    if (!decode) {
+        prompt_items(s, its, end, total, nth, scratch);
+        return;
+    }
     int k = 0;
     for (;;) {
         int64_t first = atomic_load_explicit(&s->next_item, memory_order_relaxed), take;
         do {
             if (first >= total) return;
-            take = decode ? grab_items(total - first, nth) : 1;
+            take = grab_items(total - first, nth);
         } while (!atomic_compare_exchange_weak_explicit(&s->next_item, &first, first + take, memory_order_relaxed,
                                                         memory_order_relaxed));
         for (int64_t item = first; item < first + take; item++) {
             while (item >= end[k]) k++;   /* items only grow */
-            run_item(&s->jobs[k], &its[k], item - (end[k] - its[k].n_items), s->scratch + (size_t)ith * s->scratch_stride);
+            run_item(&s->jobs[k], &its[k], item - (end[k] - its[k].n_items), scratch, NULL, 0);
         }
     }
 }
