@@ -59,12 +59,18 @@ int ll_n_cpus(void) {
 /* Large zeroed buffers straight from the OS, asking for huge pages (fewer faults and TLB
  * misses for gigabytes of repacked weights). */
 void *ll_alloc_large(size_t size) {
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    /* a 2 MiB-aligned start, so that every whole 2 MiB of the buffer can be a huge page */
+    const uintptr_t align = (uintptr_t)2 << 20;
+    size = (size + 4095) & ~(size_t)4095;
+    uint8_t *p = mmap(NULL, size + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return NULL;
+    uint8_t *a = (uint8_t *)(((uintptr_t)p + align - 1) & ~(align - 1));
+    if (a > p) munmap(p, (size_t)(a - p));
+    if (a + size < p + size + align) munmap(a + size, (size_t)(p + size + align - (a + size)));
 #ifdef MADV_HUGEPAGE
-    madvise(p, size, MADV_HUGEPAGE);
+    madvise(a, size, MADV_HUGEPAGE);
 #endif
-    return p;
+    return a;
 }
 
 void ll_free_large(void *p, size_t size) {
