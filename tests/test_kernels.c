@@ -311,6 +311,18 @@ int main(void) {
         for (int v = 0; v < ns; v++)
             for (int ri = 0; ri < 4; ri++) compare_bf16_range(&scalar, &sets[v], ranges[ri][0], ranges[ri][1]);
     }
+    TEST("kernels: large buffers for repacked weights start on a 2 MiB boundary, zeroed and writable") {
+        size_t sizes[] = {(size_t)5 << 20 | 123, 4096, (size_t)2 << 20};
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+            uint8_t *p = ll_alloc_large(sizes[i]);
+            CHECK(p != NULL, "ll_alloc_large(%zu) failed", sizes[i]);
+            if (!p) continue;
+            CHECK(((uintptr_t)p & (((uintptr_t)2 << 20) - 1)) == 0, "ll_alloc_large(%zu) = %p, not 2 MiB-aligned", sizes[i], (void *)p);
+            CHECK(p[0] == 0 && p[sizes[i] - 1] == 0, "ll_alloc_large(%zu) not zeroed", sizes[i]);
+            memset(p, 0xab, sizes[i]);
+            ll_free_large(p, sizes[i]);
+        }
+    }
     TEST("kernels: every ISA's expf gives the C library's bits (a sweep of all floats)") {
         enum { N = 4096 };
         static float x[N], want[N], got[N];
