@@ -266,6 +266,9 @@ void ll_add(float *y, const float *x, int64_t n);
 typedef void (*ll_range_fn)(void *arg, int t0, int t1);
 void ll_for_tokens(struct llambda_context *c, int n, ll_range_fn fn, void *arg);
 void ll_rms_norm_tokens(struct llambda_context *c, float *y, const float *x, const ll_weight *w, int d, int n, float eps);
+/* ll_rms_norm_rows over rows_per_token rows of each of n tokens, on every pool thread for a prompt */
+void ll_rms_norm_rows_tokens(struct llambda_context *c, float *y, const float *x, const ll_weight *w, int d,
+                             int rows_per_token, int n, float eps);
 void ll_swiglu_tokens(struct llambda_context *c, float *g, const float *u, int64_t f, int n);
 void ll_add_tokens(struct llambda_context *c, float *y, const float *x, int64_t d, int n);
 void ll_rope_tokens(struct llambda_context *c, float *x, int n_tok, int n_heads, int D, int stride, int n_rot, const float *cs);

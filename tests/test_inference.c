@@ -526,6 +526,9 @@ int main(void) {
     TEST("inference: logits independent of batch size and threads (qwen2 Q6_K)") test_invariance("models/tiny-qwen25-Q6_K.gguf");
     TEST("inference: logits independent of batch size and threads (F32)") test_invariance("models/tiny-llama31-F32.gguf");
     TEST("inference: logits independent of batch size and threads (gemma4 experts)") test_invariance("archs/gemma4/models/tiny-gemma4-moe-Q4_K_M.gguf");
+    TEST("inference: logits independent of batch size and threads (qwen3next)") test_invariance("archs/qwen3next/models/tiny-qwen3next-Q4_K_M.gguf");
+    TEST("inference: logits independent of batch size and threads (nemotron experts)")
+        test_invariance("archs/nemotron_h_moe/models/tiny-nemotron-h-moe-Q4_K_M.gguf");
     TEST("inference: repacked Q4_K/Q6_K weights give the mapped rows' bits (llama Q4_K_M)") test_repack_bits(LLAMA);
     TEST("inference: a repacked tensor's file pages are let go after packing (llama Q6_K)")
         test_repack_releases_file("models/tiny-llama31-Q6_K.gguf");

@@ -145,7 +145,7 @@ static void per_layer_inputs(struct llambda_context *c, const int32_t *tokens, i
     }
     ll_matmul(c, &m->ple_model_proj, c->x, n, proj);
     for (size_t i = 0; i < (size_t)n * LP; i++) proj[i] *= s_e;
-    ll_rms_norm_rows(proj, proj, &m->ple_proj_norm, P, n * h->n_layer, h->eps);
+    ll_rms_norm_rows_tokens(c, proj, proj, &m->ple_proj_norm, P, h->n_layer, n, h->eps);
     for (size_t i = 0; i < (size_t)n * LP; i++) tok[i] = (proj[i] + tok[i]) * s_2;
 }
 
@@ -153,48 +153,48 @@ static void attention_block(struct llambda_context *c, const ll_layer *Y, int l,
     const ll_hparams *h = &c->m->hp;
     int E = h->n_embd, H = h->n_head, D = h->head_dim_l[l], KV = h->n_head_kv_l[l], qd = H * D, kvd = KV * D;
     const float *cs = h->swa_l[l] ? c->rope_cs : c->rope_cs2;
-    ll_rms_norm_rows(c->xb, c->x, &Y->attn_norm, E, n, h->eps);
+    ll_rms_norm_rows_tokens(c, c->xb, c->x, &Y->attn_norm, E, 1, n, h->eps);
     int own_kv = h->kv_src_l[l] == l;   /* else the layer reads another layer's cache */
     ll_matmul_op qkv[3] = {{&Y->wq, c->xb, n, c->q}, {&Y->wk, c->xb, n, c->k}, {&Y->wv, c->xb, n, c->v}};
     ll_matmul_many(c, qkv, own_kv ? (Y->wv.data ? 3 : 2) : 1);   /* one pool task */
-    ll_rms_norm_rows(c->q, c->q, &Y->q_norm, D, n * H, h->eps);
+    ll_rms_norm_rows_tokens(c, c->q, c->q, &Y->q_norm, D, H, n, h->eps);
     ll_rope(h, c->q, n, H, D, qd, h->n_rot_l[l], cs);
     if (own_kv) {
         if (!Y->wv.data) memcpy(c->v, c->k, (size_t)n * kvd * sizeof *c->v);   /* K = V: the raw projection */
-        ll_rms_norm_rows(c->k, c->k, &Y->k_norm, D, n * KV, h->eps);
+        ll_rms_norm_rows_tokens(c, c->k, c->k, &Y->k_norm, D, KV, n, h->eps);
         ll_rope(h, c->k, n, KV, D, kvd, h->n_rot_l[l], cs);
-        ll_rms_norm_rows(c->v, c->v, NULL, D, n * KV, h->eps);
+        ll_rms_norm_rows_tokens(c, c->v, c->v, NULL, D, KV, n, h->eps);
         ll_kv_store(c, l, c->k, c->v, n, pos);
     }
     ll_attention(c, l, c->q, n, pos, c->att);
     ll_matmul(c, &Y->wo, c->att, n, c->xb2);
-    ll_rms_norm_rows(c->xb2, c->xb2, &Y->post_attn_norm, E, n, h->eps);
-    ll_add(c->x, c->xb2, (int64_t)n * E);
+    ll_rms_norm_rows_tokens(c, c->xb2, c->xb2, &Y->post_attn_norm, E, 1, n, h->eps);
+    ll_add_tokens(c, c->x, c->xb2, E, n);
 }
 
 static void ffn_block(struct llambda_context *c, const ll_layer *Y, int l, int n) {
     const ll_hparams *h = &c->m->hp;
     int E = h->n_embd, F = h->n_ff_l[l];
-    ll_rms_norm_rows(c->xb, c->x, &Y->ffn_norm, E, n, h->eps);
+    ll_rms_norm_rows_tokens(c, c->xb, c->x, &Y->ffn_norm, E, 1, n, h->eps);
     ll_matmul_op gate_up[2] = {{&Y->w_gate, c->xb, n, c->hb}, {&Y->w_up, c->xb, n, c->hb2}};
     ll_matmul_many(c, gate_up, 2);
     for (int t = 0; t < n; t++) ll_geglu(c->hb + (size_t)t * F, c->hb2 + (size_t)t * F, F);
     ll_matmul(c, &Y->w_down, c->hb, n, c->xb2);
     if (Y->moe.n_expert > 0) {
         /* f = norm1(dense MLP) + norm2(experts); the router and the experts read x_a */
-        ll_rms_norm_rows(c->xb2, c->xb2, &Y->post_ffw_norm_1, E, n, h->eps);
+        ll_rms_norm_rows_tokens(c, c->xb2, c->xb2, &Y->post_ffw_norm_1, E, 1, n, h->eps);
         float s_e = 1.0f / sqrtf((float)E);
         const float *rs = (const float *)Y->router_scale.data;
-        ll_rms_norm_rows(c->xb, c->x, NULL, E, n, h->eps);
+        ll_rms_norm_rows_tokens(c, c->xb, c->x, NULL, E, 1, n, h->eps);
         for (int t = 0; t < n; t++)
             for (int i = 0; i < E; i++) c->xb[(size_t)t * E + i] = (c->xb[(size_t)t * E + i] * s_e) * rs[i];
-        ll_rms_norm_rows(c->hb2, c->x, &Y->pre_ffw_norm_2, E, n, h->eps);
+        ll_rms_norm_rows_tokens(c, c->hb2, c->x, &Y->pre_ffw_norm_2, E, 1, n, h->eps);
         ll_moe_forward(c, &Y->moe, c->xb, c->hb2, n, c->hb, NULL, 0);
-        ll_rms_norm_rows(c->hb, c->hb, &Y->post_ffw_norm_2, E, n, h->eps);
-        ll_add(c->xb2, c->hb, (int64_t)n * E);
+        ll_rms_norm_rows_tokens(c, c->hb, c->hb, &Y->post_ffw_norm_2, E, 1, n, h->eps);
+        ll_add_tokens(c, c->xb2, c->hb, E, n);
     }
-    ll_rms_norm_rows(c->xb2, c->xb2, &Y->post_ffw_norm, E, n, h->eps);
-    ll_add(c->x, c->xb2, (int64_t)n * E);
+    ll_rms_norm_rows_tokens(c, c->xb2, c->xb2, &Y->post_ffw_norm, E, 1, n, h->eps);
+    ll_add_tokens(c, c->x, c->xb2, E, n);
 }
 
 /* x += norm(proj · (gelu(inp_gate · x) ⊙ pl_l)) */
@@ -204,8 +204,8 @@ static void per_layer_block(struct llambda_context *c, const ll_layer *Y, int l,
     ll_matmul(c, &Y->inp_gate, c->x, n, c->hb);
     for (int t = 0; t < n; t++) ll_geglu(c->hb + (size_t)t * P, c->ple + (size_t)t * LP + (size_t)l * P, P);
     ll_matmul(c, &Y->proj, c->hb, n, c->xb2);
-    ll_rms_norm_rows(c->xb2, c->xb2, &Y->post_norm, E, n, h->eps);
-    ll_add(c->x, c->xb2, (int64_t)n * E);
+    ll_rms_norm_rows_tokens(c, c->xb2, c->xb2, &Y->post_norm, E, 1, n, h->eps);
+    ll_add_tokens(c, c->x, c->xb2, E, n);
 }
 
 /* Final logit soft-capping, cap * tanh(logit / cap), over the vocabulary split across the

@@ -155,7 +155,7 @@ static llambda_status nemotron_forward(struct llambda_context *c, const int32_t 
     for (int t = 0; t < n; t++) ll_embed(&m->tok_embd, tokens[t], c->x + (size_t)t * E);
     for (int l = 0; l < h->n_layer; l++) {
         const ll_layer *Y = &m->layers[l];
-        ll_rms_norm_rows(c->xb, c->x, &Y->attn_norm, E, n, h->eps);
+        ll_rms_norm_rows_tokens(c, c->xb, c->x, &Y->attn_norm, E, 1, n, h->eps);
         switch (h->kind_l[l]) {
         case LL_LAYER_MAMBA:
             ll_mamba2(c, Y, l, c->xb, n, c->xb2);
@@ -178,7 +178,7 @@ static llambda_status nemotron_forward(struct llambda_context *c, const int32_t 
                 ll_moe_forward(c, &Y->moe, c->xb, c->xb, n, c->xb2, &shared_up, 1);   /* with the router */
                 relu2(c->hb, (size_t)n * Fs);
                 ll_matmul(c, &Y->down_shexp, c->hb, n, c->hb2);
-                ll_add(c->xb2, c->hb2, (int64_t)n * E);
+                ll_add_tokens(c, c->xb2, c->hb2, E, n);
             } else {
                 int F = h->n_ff_l[l];
                 ll_matmul(c, &Y->w_up, c->xb, n, c->hb); ll_add_bias(c->hb, &Y->bq, n);
@@ -186,7 +186,7 @@ static llambda_status nemotron_forward(struct llambda_context *c, const int32_t 
                 ll_matmul(c, &Y->w_down, c->hb, n, c->xb2); ll_add_bias(c->xb2, &Y->bo, n);
             }
         }
-        ll_add(c->x, c->xb2, (int64_t)n * E);
+        ll_add_tokens(c, c->x, c->xb2, E, n);
     }
     ll_output_head(c, n, logits, want);
     return LLAMBDA_OK;

@@ -150,8 +150,8 @@ static void attention_block(struct llambda_context *c, const ll_layer *Y, int l,
             memcpy(c->q + (size_t)t * qd + (size_t)hd * D, qg + (size_t)t * 2 * qd + (size_t)hd * 2 * D, (size_t)D * 4);
             memcpy(gate + (size_t)t * qd + (size_t)hd * D, qg + (size_t)t * 2 * qd + (size_t)hd * 2 * D + D, (size_t)D * 4);
         }
-    ll_rms_norm_rows(c->q, c->q, &Y->q_norm, D, n * H, h->eps);
-    ll_rms_norm_rows(c->k, c->k, &Y->k_norm, D, n * h->n_head_kv, h->eps);
+    ll_rms_norm_rows_tokens(c, c->q, c->q, &Y->q_norm, D, H, n, h->eps);
+    ll_rms_norm_rows_tokens(c, c->k, c->k, &Y->k_norm, D, h->n_head_kv, n, h->eps);
     ll_rope(h, c->q, n, H, D, qd, h->n_rot, c->rope_cs);
     ll_rope(h, c->k, n, h->n_head_kv, D, kvd, h->n_rot, c->rope_cs);
     ll_kv_store(c, l, c->k, c->v, n, pos);
@@ -185,13 +185,13 @@ static llambda_status qwen3next_forward(struct llambda_context *c, const int32_t
     ll_rope_cache(c, c->rope_cs, n, pos, h->n_rot, h->rope_base, NULL);
     for (int l = 0; l < h->n_layer; l++) {
         const ll_layer *Y = &m->layers[l];
-        ll_rms_norm_rows(c->xb, c->x, &Y->attn_norm, E, n, h->eps);
+        ll_rms_norm_rows_tokens(c, c->xb, c->x, &Y->attn_norm, E, 1, n, h->eps);
         if (h->kind_l[l] == LL_LAYER_DELTANET) ll_deltanet(c, Y, l, c->xb, n, c->xb2);
         else attention_block(c, Y, l, n, pos);
-        ll_add(c->x, c->xb2, (int64_t)n * E);
-        ll_rms_norm_rows(c->xb, c->x, &Y->ffn_norm, E, n, h->eps);
+        ll_add_tokens(c, c->x, c->xb2, E, n);
+        ll_rms_norm_rows_tokens(c, c->xb, c->x, &Y->ffn_norm, E, 1, n, h->eps);
         moe_block(c, Y, l, n);
-        ll_add(c->x, c->xb2, (int64_t)n * E);
+        ll_add_tokens(c, c->x, c->xb2, E, n);
     }
     ll_output_head(c, n, logits, want);
     return LLAMBDA_OK;

@@ -109,6 +109,18 @@ void ll_rms_norm_tokens(struct llambda_context *c, float *y, const float *x, con
     ll_for_tokens(c, n, norm_range, &r);
 }
 
+typedef struct { float *y; const float *x; const ll_weight *w; int d, rows; float eps; } norm_rows_args;
+static void norm_rows_range(void *a, int t0, int t1) {
+    const norm_rows_args *r = a;
+    size_t at = (size_t)t0 * (size_t)r->rows * (size_t)r->d;
+    ll_rms_norm_rows(r->y + at, r->x + at, r->w, r->d, (t1 - t0) * r->rows, r->eps);
+}
+void ll_rms_norm_rows_tokens(struct llambda_context *c, float *y, const float *x, const ll_weight *w, int d,
+                             int rows_per_token, int n, float eps) {
+    norm_rows_args r = {y, x, w, d, rows_per_token, eps};
+    ll_for_tokens(c, n, norm_rows_range, &r);
+}
+
 typedef struct { float *g; const float *u; int64_t f; } swiglu_args;
 static void swiglu_range(void *a, int t0, int t1) {
     const swiglu_args *r = a;
