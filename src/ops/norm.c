@@ -3,14 +3,7 @@
 #include <pthread.h>
 
 /* y = x / sqrt(mean(x²) + eps) ⊙ w; squares summed in double, as llama.cpp does. */
-void ll_rms_norm(float *y, const float *x, const ll_weight *w, int n, float eps) {
-    double sum = 0;
-    for (int i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
-    float mean = (float)(sum / n);
-    float scale = 1.0f / sqrtf(mean + eps);
-    const float *wt = (const float *)w->data;
-    for (int i = 0; i < n; i++) y[i] = (x[i] * scale) * wt[i];
-}
+void ll_rms_norm(float *y, const float *x, const ll_weight *w, int n, float eps) { ll_rms_norm_rows(y, x, w, n, 1, eps); }
 
 /* exp(x) as llama.cpp's AVX-512 SiLU computes it, so FFN activations round the same way:
  * n = round(x·log2 e) through the 1.5·2^23 shift, b = x − n·ln2 in two parts, a degree-5
@@ -99,16 +92,6 @@ void ll_for_tokens(struct llambda_context *c, int n, ll_range_fn fn, void *arg) 
     else if (n > 0) fn(arg, 0, n);
 }
 
-typedef struct { float *y; const float *x; const ll_weight *w; int d; float eps; } norm_args;
-static void norm_range(void *a, int t0, int t1) {
-    const norm_args *r = a;
-    for (int t = t0; t < t1; t++) ll_rms_norm(r->y + (size_t)t * r->d, r->x + (size_t)t * r->d, r->w, r->d, r->eps);
-}
-void ll_rms_norm_tokens(struct llambda_context *c, float *y, const float *x, const ll_weight *w, int d, int n, float eps) {
-    norm_args r = {y, x, w, d, eps};
-    ll_for_tokens(c, n, norm_range, &r);
-}
-
 typedef struct { float *y; const float *x; const ll_weight *w; int d, rows; float eps; } norm_rows_args;
 static void norm_rows_range(void *a, int t0, int t1) {
     const norm_rows_args *r = a;
@@ -119,6 +102,9 @@ void ll_rms_norm_rows_tokens(struct llambda_context *c, float *y, const float *x
                              int rows_per_token, int n, float eps) {
     norm_rows_args r = {y, x, w, d, rows_per_token, eps};
     ll_for_tokens(c, n, norm_rows_range, &r);
+}
+void ll_rms_norm_tokens(struct llambda_context *c, float *y, const float *x, const ll_weight *w, int d, int n, float eps) {
+    ll_rms_norm_rows_tokens(c, y, x, w, d, 1, n, eps);
 }
 
 typedef struct { float *g; const float *u; int64_t f; } swiglu_args;
