@@ -130,6 +130,8 @@ llambda_status llambda_context_create(llambda_model *m, const llambda_context_pa
     c->qbuf_row = (size_t)qrow * 4 + 512;   /* the widest activation row in any vec_dot type */
     c->qbuf = xcalloc(nb, c->qbuf_row, &fail);
     c->want = xcalloc(nb, 1, &fail);
+    c->plan = xcalloc(LL_PLAN_SETS, sizeof *c->plan, &fail);
+    c->plan_at = -1;
     c->n_logits_rows = 1;
     c->logits = xcalloc((size_t)h->n_vocab, 4, &fail);
     if (!fail && p.shared_pool) {
@@ -164,6 +166,7 @@ void llambda_context_free(llambda_context *c) {
     free(c->conv_state); free(c->ssm_state); free(c->arch_buf);
     free(c->x); free(c->xb); free(c->xb2); free(c->q); free(c->k); free(c->v); free(c->att);
     free(c->hb); free(c->hb2); free(c->rope_cs); free(c->scores); free(c->qbuf); free(c->gemm_scratch); free(c->want); free(c->logits);
+    free(c->plan);
     if (c->owns_pool) ll_pool_free(c->pool);
     ll_sampler_free(&c->smp);
     free(c);
@@ -248,6 +251,8 @@ llambda_status ll_eval(llambda_context *c, const int32_t *tokens, int n) {
         int k = n - done < c->n_batch ? n - done : c->n_batch;
         for (int t = 0; t < k; t++) c->want[t] = !none && (all || done + t == n - 1);
         float *dst = c->logits + (size_t)(all ? out_row : 0) * (size_t)m->hp.n_vocab;
+        if (c->plan_at > 0) c->plan_len = c->plan_at;   /* the last forward was a decode: its sets */
+        c->plan_at = k == 1 ? 0 : -1;
         llambda_status st = m->arch->forward(c, tokens + done, k, c->pos, dst, c->want);
         if (st) return st;
         c->pos += k;

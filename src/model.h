@@ -173,6 +173,17 @@ typedef struct ll_sampler {
     int *counts;               /* n_vocab, for penalties */
 } ll_sampler;
 
+/* One of a token's product sets as decode ran it (ops/matmul.c): where its first
+ * product's row tiles are, so that a thread done with the set before fetches its own
+ * first rows of this one while it waits. */
+typedef struct ll_plan_set {
+    const uint8_t *tiles;   /* the first product's 8-row tiles, tile_bytes each */
+    size_t tile_bytes;
+    int64_t n_tiles, items; /* its whole tiles; the work items of the whole set */
+    int stable;             /* the same as the token before ran (a token's experts are not) */
+} ll_plan_set;
+#define LL_PLAN_SETS 1024
+
 struct llambda_context {
     llambda_model *m;
     llambda_context_params p;
@@ -195,6 +206,8 @@ struct llambda_context {
     size_t qbuf_row;
     uint8_t *gemm_scratch;     /* the prompt kernels' scratch, one slice per pool thread */
     size_t gemm_scratch_stride;
+    ll_plan_set *plan;         /* [LL_PLAN_SETS]: the last decoded token's product sets, in order */
+    int plan_len, plan_at;     /* how many it ran; this forward's count so far (-1: not a decode) */
     uint8_t *want;             /* [n_batch] logits flags */
     float *logits;             /* [n_ctx or 1][n_vocab] */
     int n_logits_rows, logits_first;  /* rows held; position of row 0 relative to last eval */

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sched.h>
+#include <string.h>
 
 #define SPIN_ITERS 200000
 
@@ -19,8 +20,13 @@ static inline void cpu_relax(void) {
 #endif
 }
 
+/* What a thread prefetches while it waits for the next task: set by the thread itself
+ * from within a task (ll_pool_fetch_while_idle), on a cache line of its own. */
+typedef struct { _Alignas(64) const char *at; size_t left; } idle_fetch;
+
 struct ll_pool {
     int n;
+    idle_fetch *idle;
     pthread_t *threads;
     pthread_mutex_t mu;
     pthread_cond_t wake;
@@ -34,6 +40,22 @@ struct ll_pool {
 
 typedef struct { ll_pool *p; int ith; } worker_arg;
 
+#define FETCH_SLICE 1024   /* bytes prefetched between two looks at the generation */
+
+/* One slice of a waiting thread's prefetch; 0 when there is none left. */
+static int fetch_slice(idle_fetch *f) {
+    if (!f->left) return 0;
+    size_t n = f->left < FETCH_SLICE ? f->left : FETCH_SLICE;
+    for (size_t i = 0; i < n; i += 64) __builtin_prefetch(f->at + i, 0, 3);
+    f->at += n;
+    f->left -= n;
+    return 1;
+}
+
+void ll_pool_fetch_while_idle(ll_pool *p, int ith, const void *bytes, size_t n) {
+    p->idle[ith] = (idle_fetch){bytes, n};
+}
+
 static void *worker(void *a) {
     worker_arg *wa = a;
     ll_pool *p = wa->p;
@@ -44,6 +66,7 @@ static void *worker(void *a) {
         unsigned g;
         int spins = 0;
         while ((g = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen && !atomic_load(&p->stop)) {
+            if (fetch_slice(&p->idle[ith])) continue;
             if (++spins < SPIN_ITERS) { cpu_relax(); continue; }
             pthread_mutex_lock(&p->mu);
             while (atomic_load(&p->generation) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->wake, &p->mu);
@@ -51,6 +74,7 @@ static void *worker(void *a) {
         }
         if (atomic_load(&p->stop)) return NULL;
         seen = g;
+        p->idle[ith].left = 0;
         p->fn(p->arg, ith, p->n);
         atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel);
     }
@@ -65,7 +89,9 @@ ll_pool *ll_pool_create(int n) {
     pthread_cond_init(&p->wake, NULL);
     pthread_mutex_init(&p->run_lock, NULL);
     p->threads = calloc((size_t)n, sizeof *p->threads);
-    if (!p->threads) { free(p); return NULL; }
+    p->idle = aligned_alloc(64, (size_t)n * sizeof *p->idle);
+    if (!p->threads || !p->idle) { free(p->threads); free(p->idle); free(p); return NULL; }
+    memset(p->idle, 0, (size_t)n * sizeof *p->idle);
     for (int i = 1; i < n; i++) {
         worker_arg *wa = malloc(sizeof *wa);
         if (!wa) { p->n = i; break; }
@@ -83,12 +109,14 @@ void ll_pool_run(ll_pool *p, ll_task_fn fn, void *arg) {
     p->fn = fn;
     p->arg = arg;
     atomic_store(&p->pending, p->n - 1);
+    p->idle[0].left = 0;
     pthread_mutex_lock(&p->mu);
     atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     fn(arg, 0, p->n);
     for (int spins = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0; spins++) {
+        if (fetch_slice(&p->idle[0])) continue;
         if (spins < SPIN_ITERS) cpu_relax();
         else sched_yield();
     }
@@ -106,5 +134,6 @@ void ll_pool_free(ll_pool *p) {
     pthread_mutex_destroy(&p->run_lock);
     pthread_cond_destroy(&p->wake);
     free(p->threads);
+    free(p->idle);
     free(p);
 }

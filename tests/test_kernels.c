@@ -2,7 +2,8 @@
  * output element, the bits of the single-row vec_dot, and every ISA gives the bits of the
  * scalar kernels. Random rows of every weight type, compared element by element. */
 #include "harness.h"
-#include "internal.h"
+#include "model.h"
+#include <stdatomic.h>
 #include <math.h>
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
@@ -227,6 +228,57 @@ static void compare_bf16_range(const ll_kernels *ref, const ll_kernels *k, int l
     }
 }
 
+/* A pool task that sums its share of numbers, then leaves a prefetch for its idle time. */
+typedef struct { const int *v; int n; atomic_long sum; const uint8_t *fetch; size_t fetch_bytes; ll_pool *pool; } sum_task;
+static void sum_share(void *arg, int ith, int nth) {
+    sum_task *s = arg;
+    long sum = 0;
+    for (int i = ith; i < s->n; i += nth) sum += s->v[i];
+    atomic_fetch_add(&s->sum, sum);
+    ll_pool_fetch_while_idle(s->pool, ith, s->fetch + (size_t)ith * s->fetch_bytes, s->fetch_bytes);
+}
+
+/* Decode's plan (ops/matmul.c): each token's product sets noted in order, the same ones
+ * token after token, which is what lets a thread done with one set prefetch its rows of
+ * the next; prompts leave it alone. And pool tasks run right while threads prefetch. */
+static void test_decode_plan(void) {
+    enum { N = 10000 };
+    static int v[N];
+    for (int i = 0; i < N; i++) v[i] = i % 97 - 40;
+    long want = 0;
+    for (int i = 0; i < N; i++) want += v[i];
+    size_t fb = (size_t)3 << 20;
+    uint8_t *buf = malloc(3 * fb);
+    memset(buf, 1, 3 * fb);
+    ll_pool *pool = ll_pool_create(3);
+    for (int r = 0; r < 200 && pool; r++) {
+        sum_task s = {v, N, 0, buf, r % 3 ? fb : 64, pool};
+        ll_pool_run(pool, sum_share, &s);
+        CHECK(atomic_load(&s.sum) == want, "pool task %d with idle prefetches: sum %ld, want %ld", r, atomic_load(&s.sum), want);
+    }
+    ll_pool_free(pool);
+    free(buf);
+
+    llambda_model *m = NULL;
+    if (llambda_model_load(fixture("models/tiny-llama31-Q4_K_M.gguf"), NULL, &m)) { CHECK(0, "load: %s", llambda_last_error()); return; }
+    llambda_context_params p = llambda_context_default_params();
+    p.n_ctx = 64; p.n_threads = 2;
+    llambda_context *c = NULL;
+    if (llambda_context_create(m, &p, &c)) { CHECK(0, "context: %s", llambda_last_error()); llambda_model_free(m); return; }
+    int32_t prompt[5] = {1, 20, 300, 400, 50};
+    CHECK(llambda_eval(c, prompt, 5) == LLAMBDA_OK && c->plan_len == 0, "a prompt noted %d sets", c->plan_len);
+    for (int i = 0; i < 3; i++) CHECK(llambda_eval(c, &prompt[i], 1) == LLAMBDA_OK, "decode: %s", llambda_last_error());
+    int want_sets = m->hp.n_layer * 4 + 1;   /* q/k/v, o, gate/up, down; the head */
+    CHECK(c->plan_len == want_sets && c->plan_at == want_sets, "%d and %d sets noted for a token, want %d", c->plan_len, c->plan_at, want_sets);
+    for (int i = 0; i < c->plan_at && i < LL_PLAN_SETS; i++) CHECK(c->plan[i].stable, "set %d not the same token after token", i);
+    const ll_weight *wq = &m->layers[0].wq, *head = &m->output;
+    CHECK(c->plan[0].tiles == (wq->packed ? wq->packed : wq->data), "the first set is not layer 0's q/k/v");
+    CHECK(c->plan_at > 0 && c->plan[c->plan_at - 1].tiles == (head->packed ? head->packed : head->data), "the last set is not the head");
+    CHECK(llambda_eval(c, prompt, 5) == LLAMBDA_OK && c->plan_len == want_sets, "a prompt after decoding changed the plan (%d sets)", c->plan_len);
+    llambda_context_free(c);
+    llambda_model_free(m);
+}
+
 int main(void) {
     ll_kernels scalar, active;
     ll_kernels_scalar(&scalar);
@@ -311,6 +363,7 @@ int main(void) {
         for (int v = 0; v < ns; v++)
             for (int ri = 0; ri < 4; ri++) compare_bf16_range(&scalar, &sets[v], ranges[ri][0], ranges[ri][1]);
     }
+    TEST("kernels: decode notes each token's product sets in order; pool tasks run right while threads prefetch") test_decode_plan();
     TEST("kernels: large buffers for repacked weights start on a 2 MiB boundary, zeroed and writable") {
         size_t sizes[] = {(size_t)5 << 20 | 123, 4096, (size_t)2 << 20};
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {

@@ -66,8 +66,11 @@ int ll_cpu_has_avx2(void) { return ll_cpu_has_avx2_base(); }
  * family 26, two threads, alternating tg64 medians: 8 KiB rather than 16, llama-3.2-1b
  * Q4_K_M 58.5 -> 64.2 and 61.3 -> 65.9, Qwen3-Next (4 layers) 108.3 -> 112.0 and 107.2 ->
  * 114.2, Q4_0 and F16 even, 4 KiB in between; then the NTA hint instead of T0, Q4_K_M
- * 63.8 -> 69.1, Nemotron (6 layers) 77.2 -> 81.5, Qwen3-Next 112.2 -> 118.4; prompts even. */
-#define PREFETCH_AHEAD 8192
+ * 63.8 -> 69.1, Nemotron (6 layers) 77.2 -> 81.5, Qwen3-Next 112.2 -> 118.4; prompts even.
+ * Session 15, per-token alternation in one process (which the host's drift does not
+ * blur): 6 KiB rather than 8, tokens 1.2-1.9% faster in four runs on llama-3.2-1b Q4_K_M
+ * and Qwen3-Next, even on BF16 and Nemotron; 4 KiB slower, 12 KiB slower. */
+#define PREFETCH_AHEAD 6144
 /* the weight stream at p, PREFETCH_AHEAD bytes on */
 static inline __attribute__((always_inline)) void prefetch_ahead(const void *p) { _mm_prefetch((const char *)p + PREFETCH_AHEAD, _MM_HINT_NTA); }
 

@@ -30,6 +30,9 @@ typedef struct matmul_job {
 typedef struct matmul_set {
     const matmul_job *jobs;
     int n;
+    ll_pool *pool;
+    int64_t own_items;          /* decode: thread i starts with items i·own_items.., its own */
+    const ll_plan_set *next;    /* decode: the set expected next, or NULL */
     uint8_t *scratch;           /* the prompt kernels' per-thread scratch, */
     size_t scratch_stride;      /* one slice per pool thread */
     /* On its own cache line, so the other threads' grabs do not evict the fields above. */
@@ -166,6 +169,25 @@ static int64_t grab_items(int64_t left, int nth) {
     return take < 1 ? 1 : take;
 }
 
+/* Decode: the items each thread takes first, before it grabs from what is left: fixed,
+ * so that a thread knows them before the set starts (fetch_own_items). */
+static int64_t own_items(int64_t total, int nth) { return total / ((int64_t)GUIDED_SHARE * nth); }
+
+#ifndef LL_IDLE_FETCH
+#define LL_IDLE_FETCH (256 << 10)
+#endif
+/* A thread done with its share of a decode set fetches its own first rows of the next
+ * (the first product's) while it waits: the memory stays busy through the steps between
+ * products, the other thread's last items and the barrier. */
+static void fetch_own_items(ll_pool *pool, const ll_plan_set *next, int ith, int nth) {
+    if (!next || nth == 1) return;
+    int64_t share = own_items(next->items, nth), tile0 = ith * share * DECODE_ITEM_TILES, tile1 = tile0 + share * DECODE_ITEM_TILES;
+    if (tile1 > next->n_tiles) tile1 = next->n_tiles;
+    if (tile0 >= tile1) return;
+    size_t bytes = (size_t)(tile1 - tile0) * next->tile_bytes;
+    ll_pool_fetch_while_idle(pool, ith, next->tiles + (size_t)tile0 * next->tile_bytes, bytes < LL_IDLE_FETCH ? bytes : LL_IDLE_FETCH);
+}
+
 /* Prompt items one at a time. A thread computing a float weight's item holds the next
  * one it will compute (but for the last few of the set, which go to whoever is free), so
  * that the kernel fetches that item's rows meanwhile. */
@@ -205,18 +227,54 @@ static void matmul_task(void *arg, int ith, int nth) {
         return;
     }
     int k = 0;
-    for (;;) {
-        int64_t first = atomic_load_explicit(&s->next_item, memory_order_relaxed), take;
-        do {
-            if (first >= total) return;
-            take = grab_items(total - first, nth);
-        } while (!atomic_compare_exchange_weak_explicit(&s->next_item, &first, first + take, memory_order_relaxed,
-                                                        memory_order_relaxed));
+    for (int64_t first = ith * s->own_items, take = s->own_items;;) {
         for (int64_t item = first; item < first + take; item++) {
             while (item >= end[k]) k++;   /* items only grow */
             run_item(&s->jobs[k], &its[k], item - (end[k] - its[k].n_items), scratch, NULL, 0);
         }
+        first = atomic_load_explicit(&s->next_item, memory_order_relaxed);
+        do {
+            if (first >= total) {
+                fetch_own_items(s->pool, s->next, ith, nth);
+                return;
+            }
+            take = grab_items(total - first, nth);
+        } while (!atomic_compare_exchange_weak_explicit(&s->next_item, &first, first + take, memory_order_relaxed,
+                                                        memory_order_relaxed));
     }
+}
+
+/* Notes a decode set in the context's plan and returns the set the token before ran
+ * after it, if that one is the same each token. */
+static const ll_plan_set *plan_step(struct llambda_context *c, const matmul_job *j0, int64_t items) {
+    if (!c->plan || c->plan_at < 0 || c->plan_at >= LL_PLAN_SETS) return NULL;
+    const ll_weight *w = j0->w;
+    ll_plan_set now = {w->packed ? w->packed : w->data, w->packed ? w->packed_tile : ROW_TILE * w->row_bytes,
+                       w->rows / ROW_TILE, items, 0};
+    ll_plan_set *at = &c->plan[c->plan_at++];
+    now.stable = at->tiles == now.tiles && at->tile_bytes == now.tile_bytes && at->items == items;
+    *at = now;
+    const ll_plan_set *next = c->plan_at < c->plan_len ? &c->plan[c->plan_at] : &c->plan[0];
+    return next->stable ? next : NULL;
+}
+
+/* One pool task for the gathered products. */
+static void run_set(struct llambda_context *c, const matmul_job *jobs, int n) {
+    matmul_set set = {.jobs = jobs, .n = n, .pool = c->pool, .scratch = c->gemm_scratch,
+                      .scratch_stride = c->gemm_scratch_stride, .next_item = 0};
+    int decode = 1;
+    int64_t items = 0;
+    for (int k = 0; k < n; k++) {
+        decode &= jobs[k].n_tok == 1;
+        items += items_of(&jobs[k]).n_items;
+    }
+    if (decode) {
+        int nth = ll_pool_size(c->pool);
+        set.own_items = own_items(items, nth);
+        atomic_init(&set.next_item, (long)(set.own_items * nth));
+        set.next = plan_step(c, &jobs[0], items);
+    }
+    ll_pool_run(c->pool, matmul_task, &set);
 }
 
 /* Activation rows converted to a product's input format, on every pool thread for a
@@ -253,8 +311,7 @@ void ll_matmul_many(struct llambda_context *c, const ll_matmul_op *ops, int n_op
             if (job_x[p] == ops[i].x && jobs[p].n_tok == ops[i].n_tok && job_vdt[p] == vdt && jobs[p].w->cols == w->cols)
                 xq = jobs[p].xq;
         if (n == MAX_JOBS || (!xq && used + bytes > cap)) {   /* jobs or scratch full: run what we have */
-            matmul_set set = {.jobs = jobs, .n = n, .scratch = c->gemm_scratch, .scratch_stride = c->gemm_scratch_stride, .next_item = 0};
-            if (n) ll_pool_run(c->pool, matmul_task, &set);
+            if (n) run_set(c, jobs, n);
             n = 0; used = 0;
             xq = NULL;   /* the scratch is reused: convert again */
         }
@@ -276,10 +333,7 @@ void ll_matmul_many(struct llambda_context *c, const ll_matmul_op *ops, int n_op
                                  .dotp2 = w->packed && ops[i].n_tok > 1 ? k->dot_packed2[w->type] : NULL,
                                  .gemm = gemm};
     }
-    if (n) {
-        matmul_set set = {.jobs = jobs, .n = n, .scratch = c->gemm_scratch, .scratch_stride = c->gemm_scratch_stride, .next_item = 0};
-        ll_pool_run(c->pool, matmul_task, &set);
-    }
+    if (n) run_set(c, jobs, n);
 }
 
 void ll_matmul(struct llambda_context *c, const ll_weight *w, const float *x, int n_tok, float *y) {
