@@ -54,8 +54,17 @@ int ll_cpu_has_avx2(void) { return ll_cpu_has_avx2_base(); }
 #define ACC_MADD16(acc, a, b) _mm256_dpwssd_epi32((acc), (a), (b))
 /* acc + lane m: u[4m..4m+3] · s[4m..4m+3] */
 #define ACC_DOT_U8I8_4(acc, u, s) _mm256_dpbusd_epi32((acc), (u), (s))
+/* The high nibbles of packed 4-bit quants for DOT_U8I8_4 left in place, 16 times their
+ * value (one AND instead of a shift and an AND): the int32 sums are then 16 times too,
+ * exactly (|16q·s| four at a time stays far within int32, and the instruction does not
+ * saturate), and an arithmetic shift by 4 gives the same integers back. Without VNNI the
+ * int16 pair sums would saturate, so the AVX2 build shifts first. */
+#define HIGH_NIBBLES(q, m4) _mm256_andnot_si256((m4), (q))
+#define HIGH_NIBBLE_SUMS(acc) _mm256_srai_epi32((acc), 4)
 #else
 #define ISA_NAME "avx2"
+#define HIGH_NIBBLES(q, m4) _mm256_and_si256(_mm256_srli_epi16((q), 4), (m4))
+#define HIGH_NIBBLE_SUMS(acc) (acc)
 #define DOT_U8I8_4(u, s) _mm256_madd_epi16(_mm256_maddubs_epi16((u), (s)), _mm256_set1_epi16(1))
 #define ACC_MADD16(acc, a, b) _mm256_add_epi32((acc), _mm256_madd_epi16((a), (b)))
 #define ACC_DOT_U8I8_4(acc, u, s) _mm256_add_epi32((acc), DOT_U8I8_4((u), (s)))
@@ -73,6 +82,11 @@ int ll_cpu_has_avx2(void) { return ll_cpu_has_avx2_base(); }
 #define PREFETCH_AHEAD 6144
 /* the weight stream at p, PREFETCH_AHEAD bytes on */
 static inline __attribute__((always_inline)) void prefetch_ahead(const void *p) { _mm_prefetch((const char *)p + PREFETCH_AHEAD, _MM_HINT_NTA); }
+
+/* Keeps a loaded vector in its register: the compiler would otherwise fold the load into
+ * each instruction that uses it, reading the same bytes twice through the load ports,
+ * which bound the one-token kernels. */
+#define ONE_LOAD(v) __asm__("" : "+x"(v))
 
 /* hsum8 of scalar.c: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) */
 static inline float hsum8(__m256 x) {
@@ -1707,7 +1721,8 @@ static inline __attribute__((always_inline)) void q4_K_packed_tile(int64_t n, fl
             #pragma GCC unroll 8
             for (int g = 0; g < 8; g++) {
                 __m256i q = _mm256_loadu_si256((const __m256i *)p->qs[j][g]);
-                __m256i ql = _mm256_and_si256(q, m4), qh = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+                ONE_LOAD(q);
+                __m256i ql = _mm256_and_si256(q, m4), qh = HIGH_NIBBLES(q, m4);
                 #pragma GCC unroll 4
                 for (int t = 0; t < T; t++) {
                     int32_t yl, yh;
@@ -1717,6 +1732,8 @@ static inline __attribute__((always_inline)) void q4_K_packed_tile(int64_t n, fl
                     hi[t] = ACC_DOT_U8I8_4(hi[t], qh, _mm256_set1_epi32(yh));
                 }
             }
+            #pragma GCC unroll 4
+            for (int t = 0; t < T; t++) hi[t] = HIGH_NIBBLE_SUMS(hi[t]);
             __m256i sl = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p->sc[2 * j]));
             __m256i sh = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p->sc[2 * j + 1]));
             #pragma GCC unroll 4
