@@ -9,7 +9,9 @@
 #   ratio = llambda t/s / llama.cpp t/s; roofline = tg t/s x bytes of weights read per token
 #   / read bandwidth (the bandwidth measured by `llambda bench-mem` in the same run; the bytes
 #   per token as `llambda bench` reports them: routed experts count for the share a token
-#   uses, an embedding table that is not the output head for one row).
+#   uses, an embedding table that is not the output head for one row); paired = llambda's
+#   tokens each set against a read pass made right before it (`llambda bench --roofline`:
+#   median ratio, quartiles), which the host's drift does not blur.
 set -eu
 [ $# -ge 2 ] || { echo "usage: $0 LLAMA_CPP_BUILD_DIR MODEL.gguf [MODEL.gguf ...]" >&2; exit 2; }
 LCPP=$1; shift
@@ -41,26 +43,30 @@ for M in "$@"; do
     ltg=$(printf '%s\n' "$L" | grep "\"n_prompt\": 0, \"n_gen\": $TG" | field avg_ts)
     # llambda: its JSON array has one object per line too
     # shellcheck disable=SC2086
-    O=$("$LLAMBDA" bench -m "$M" -p "$PP" -n "$TG" -t "$T" -r "$R" $EXTRA -o json)
+    O=$("$LLAMBDA" bench -m "$M" -p "$PP" -n "$TG" -t "$T" -r "$R" $EXTRA --roofline -o json)
     opp=$(printf '%s\n' "$O" | grep "\"n_prompt\": $PP, \"n_gen\": 0" | field avg_ts)
     otg=$(printf '%s\n' "$O" | grep "\"n_prompt\": 0, \"n_gen\": $TG" | field avg_ts)
     isa=$(printf '%s\n' "$O" | field isa | head -1)
     act=$(printf '%s\n' "$O" | field active_bytes | head -1)
-    RAW="$RAW$(basename "$M") $size $lpp $ltg $opp $otg $act
+    pr=$(printf '%s\n' "$O" | field roofline_ratio | head -1)
+    p25=$(printf '%s\n' "$O" | field roofline_p25 | head -1)
+    p75=$(printf '%s\n' "$O" | field roofline_p75 | head -1)
+    RAW="$RAW$(basename "$M") $size $lpp $ltg $opp $otg $act $pr $p25 $p75
 "
 done
 best_bw
 echo "CPU: $CPU; $T threads; read bandwidth $BW GB/s (llambda bench-mem, best of $(( $# + 1 )) in this run); $(date -u +%Y-%m-%d)"
-ROWS=$(printf '%s' "$RAW" | while read -r name size lpp ltg opp otg act; do
+ROWS=$(printf '%s' "$RAW" | while read -r name size lpp ltg opp otg act pr p25 p75; do
     awk -v m="$name" -v s="$size" -v bw="$BW" -v lpp="$lpp" -v ltg="$ltg" -v opp="$opp" -v otg="$otg" \
-        -v pp="$PP" -v tg="$TG" -v isa="$isa" -v act="$act" 'BEGIN {
+        -v pp="$PP" -v tg="$TG" -v isa="$isa" -v act="$act" -v pr="$pr" -v p25="$p25" -v p75="$p75" 'BEGIN {
         roof = sprintf("%.0f%% / %.0f%% (%.0f MB/token)", 100 * otg * act / (bw * 1e9), 100 * ltg * act / (bw * 1e9), act / 1e6);
-        printf "| %s | %.0f MB | pp%d | %.2f | %.2f | %.2fx | |\n", m, s / 1e6, pp, opp, lpp, opp / lpp;
-        printf "| %s | %.0f MB | tg%d | %.2f | %.2f | %.2fx | %s |\n", m, s / 1e6, tg, otg, ltg, otg / ltg, roof;
+        paired = sprintf("%.0f%% (%.0f-%.0f%%)", 100 * pr, 100 * p25, 100 * p75);
+        printf "| %s | %.0f MB | pp%d | %.2f | %.2f | %.2fx | | |\n", m, s / 1e6, pp, opp, lpp, opp / lpp;
+        printf "| %s | %.0f MB | tg%d | %.2f | %.2f | %.2fx | %s | %s |\n", m, s / 1e6, tg, otg, ltg, otg / ltg, roof, paired;
     }'
 done)
 echo "llama.cpp build $COMMIT; llambda kernels: ${isa:-?}"
 echo
-echo "| model | size | test | llambda t/s | llama.cpp t/s | ratio | roofline llambda / llama.cpp |"
-echo "|---|---:|---|---:|---:|---:|---:|"
+echo "| model | size | test | llambda t/s | llama.cpp t/s | ratio | roofline llambda / llama.cpp | paired roofline llambda (quartiles) |"
+echo "|---|---:|---|---:|---:|---:|---:|---:|"
 printf '%s\n' "$ROWS"

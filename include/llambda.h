@@ -434,6 +434,7 @@ void llambda_context_free(llambda_context *c);
 void llambda_context_reset(llambda_context *c);
 int llambda_context_n_ctx(const llambda_context *c);
 int llambda_context_pos(const llambda_context *c);
+int llambda_context_n_threads(const llambda_context *c);   /* its pool's threads, the caller's included */
 /* Rewind to pos (<= the current position): later KV cells are forgotten. */
 llambda_status llambda_context_truncate(llambda_context *c, int pos);
 uint64_t llambda_context_kv_bytes(const llambda_context *c);

@@ -199,6 +199,7 @@ uint64_t llambda_context_state_bytes(const llambda_context *c) {
     return total;
 }
 int llambda_context_pos(const llambda_context *c) { return c->pos; }
+int llambda_context_n_threads(const llambda_context *c) { return ll_pool_size(c->pool); }
 
 llambda_status llambda_context_truncate(llambda_context *c, int pos) {
     if (pos < 0 || pos > c->pos) return ll_error(LLAMBDA_ERR_ARG, "truncate: position %d outside 0..%d", pos, c->pos);

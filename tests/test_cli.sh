@@ -126,6 +126,11 @@ check "cli: an unavailable backend warns once and the CPU answers" sh -c "[ $rc 
 check "cli: a layer out of range is an error" sh -c "[ $rc -ne 0 ] && grep -q 'out of range' \"$T/range.err\""
 "$L" run -m "$F/models/tiny-llama31-Q8_0.gguf" -n 4 -ngl 99 2>"$T/ngl.err"; rc=$?
 check "cli: -ngl without a CUDA build says so" sh -c "[ $rc -ne 0 ] && grep -q \"unknown backend 'cuda'\" \"$T/ngl.err\""
+"$L" bench -m "$F/models/tiny-llama31-Q4_K_M.gguf" -p 0 -n 6 -r 1 -t 2 --roofline -o json > "$T/bench_roof.json"
+check "cli: bench --roofline pairs each token with a read pass (JSON ratio, quartiles, 6 pairs)" sh -c "grep -q '\"roofline_pairs\": 6' \"$T/bench_roof.json\" &&
+    grep -q '\"roofline_ratio\": [0-9]*\.[0-9]*[1-9]' \"$T/bench_roof.json\" && grep -q '\"roofline_p25\"' \"$T/bench_roof.json\" && grep -q '\"roofline_pass_gbs\": [1-9]' \"$T/bench_roof.json\""
+check "cli: bench --roofline table line" sh -c "\"$L\" bench -m \"$F/models/tiny-llama31-Q4_K_M.gguf\" -p 0 -n 4 -r 1 -t 2 --roofline | grep -q '^roofline: 4 read passes (.*), each followed by an untimed token and a timed one: .* ratio median [0-9.]*, quartiles'"
+check "cli: bench-mem with several threads" sh -c "\"$L\" bench-mem -t 3 -r 1 --size 64 | grep -q 'read bandwidth: [1-9][0-9.]* GB/s (3 threads'"
 check "cli: bench-mem measures the read bandwidth, the fastest of its ways" sh -c "\"$L\" bench-mem -t 1 -r 1 --size 64 | grep -q 'read bandwidth: [0-9.]* GB/s (1 threads, 64 MiB, best of 1 passes each of [0-9] ways: [0-9]*-byte loads'"
 "$L" bench-proj -m "$F/models/tiny-llama31-Q4_K_M.gguf" blk.0.attn_norm.weight 2>"$T/bp"; rc=$?
 check "cli: bench-proj refuses a vector" sh -c "[ $rc -ne 0 ] && grep -q 'not a 2-D weight' \"$T/bp\""

@@ -15,6 +15,15 @@ int cmd_serve(int argc, char **argv);
 int cmd_bench_proj(int argc, char **argv);
 int cmd_bench_mem(int argc, char **argv);
 
+/* Read bandwidth passes (membw.c): `threads` threads (the caller and helpers) read their
+ * shares of a buffer of `bytes`, timed from one start signal to the last one done. */
+typedef struct mem_bench mem_bench;
+mem_bench *mem_bench_new(size_t bytes, int threads);
+double mem_bench_pass(mem_bench *b, int way);                 /* GB/s */
+int mem_bench_best_way(mem_bench *b, int reps, double *gbs);  /* the fastest way here, and its best GB/s */
+const char *mem_bench_way_name(int way);
+void mem_bench_free(mem_bench *b);
+
 /* Accelerator options shared by run, chat, eval, serve and bench:
  *   --backend cuda|onnx[:EP][,...]  --offload-tensors NAMES  --offload-layers 0-3
  *   --offload-roles q,k,v  -ngl N (the first N layers, every role; implies --backend cuda) */

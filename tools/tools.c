@@ -552,8 +552,11 @@ static uint64_t active_bytes(const llambda_model *m) {
 }
 
 static const char bench_usage[] =
-    "usage: llambda bench -m MODEL [-p 512] [-n 128] [-d DEPTH] [-t THREADS] [-r REPS] [-o md|json]\n"
-    "  -d: tokens already in the context when each test starts (evaluated untimed), as llama-bench's -d\n";
+    "usage: llambda bench -m MODEL [-p 512] [-n 128] [-d DEPTH] [-t THREADS] [-r REPS] [-o md|json] [--roofline]\n"
+    "  -d: tokens already in the context when each test starts (evaluated untimed), as llama-bench's -d\n"
+    "  --roofline: then -n read passes (512 MiB, as many threads), each followed by one untimed token and\n"
+    "              one timed: the ratio of that token's weight bytes per second to the pass's bandwidth,\n"
+    "              median and quartiles\n";
 
 /* Put DEPTH tokens in the context before a timed test: evaluated once and rewound to for
  * each test where the model can rewind, evaluated again where a recurrent state cannot. */
@@ -564,9 +567,58 @@ static llambda_status bench_depth(llambda_context *c, const int32_t *toks, int d
     return llambda_eval(c, toks, depth);
 }
 
+/* The roofline in step with the tokens. This host's read bandwidth drifts by tens of
+ * percent within minutes, so a bandwidth measured at another time than the tokens (the
+ * best of a run's `bench-mem` passes, say) can be far from what the tokens had. Here a
+ * read pass by as many threads (the pool's workers asleep by then, not competing with the
+ * readers) is followed by a token untimed and one timed, whose weight bytes per second are
+ * set against that pass. */
+typedef struct { double ratio, p25, p75, pass_gbs, token_gbs; const char *way; int pairs; } roofline;
+
+static int cmp_double(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return x < y ? -1 : x > y; }
+
+/* 0, a failed evaluation's status, or -1 (said why) */
+static int bench_roofline(llambda_context *c, const int32_t *toks, int depth, int n, int V, uint64_t bytes, roofline *out) {
+    mem_bench *b = mem_bench_new((size_t)512 << 20, llambda_context_n_threads(c));
+    double *ratio = malloc((size_t)n * sizeof *ratio), *pass = malloc((size_t)n * sizeof *pass), *tok = malloc((size_t)n * sizeof *tok);
+    if (!b || !ratio || !pass || !tok) {
+        fputs("llambda: bench --roofline: out of memory for the read passes\n", stderr);
+        mem_bench_free(b);
+        free(ratio); free(pass); free(tok);
+        return -1;
+    }
+    double best;
+    int way = mem_bench_best_way(b, 2, &best);
+    llambda_status st = bench_depth(c, toks, depth);
+    int32_t t = toks[depth];
+    for (int i = 0; i < n && !st; i++) {
+        struct timespec nap = {0, 15 * 1000 * 1000};   /* the pool's workers stop spinning and sleep */
+        nanosleep(&nap, NULL);
+        pass[i] = mem_bench_pass(b, way);
+        /* one token untimed brings back what generation runs in: the pool's workers
+         * spinning, the recurrent state and the activations in cache (the pass evicted them) */
+        st = llambda_eval(c, &t, 1);
+        t = (t * 31 + 7) % V;
+        double t0 = now();
+        if (!st) st = llambda_eval(c, &t, 1);
+        tok[i] = (double)bytes / (now() - t0) / 1e9;
+        ratio[i] = tok[i] / pass[i];
+        t = (t * 31 + 7) % V;
+    }
+    if (!st) {
+        qsort(ratio, (size_t)n, sizeof *ratio, cmp_double);
+        qsort(pass, (size_t)n, sizeof *pass, cmp_double);
+        qsort(tok, (size_t)n, sizeof *tok, cmp_double);
+        *out = (roofline){ratio[n / 2], ratio[n / 4], ratio[3 * n / 4], pass[n / 2], tok[n / 2], mem_bench_way_name(way), n};
+    }
+    mem_bench_free(b);
+    free(ratio); free(pass); free(tok);
+    return st;
+}
+
 int cmd_bench(int argc, char **argv) {
     const char *model = NULL, *fmt = "md";
-    int pp = 512, tg = 128, depth = 0, threads = 0, reps = 5;
+    int pp = 512, tg = 128, depth = 0, threads = 0, reps = 5, roof = 0;
     cli_accel accel;
     memset(&accel, 0, sizeof accel);
     for (int i = 1; i < argc; i++) {
@@ -577,6 +629,7 @@ int cmd_bench(int argc, char **argv) {
         else if (!strcmp(argv[i], "-t") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-o") && i + 1 < argc) fmt = argv[++i];
+        else if (!strcmp(argv[i], "--roofline")) roof = 1;
         else {
             int acc = cli_accel_flag(&accel, argc, argv, &i);
             if (acc <= 0) { fputs(bench_usage, stderr); fputs(CLI_ACCEL_USAGE, stderr); return 2; }
@@ -589,7 +642,7 @@ int cmd_bench(int argc, char **argv) {
     llambda_model *m;
     if (llambda_model_load(model, &mp, &m)) { fprintf(stderr, "llambda: %s\n", llambda_last_error()); return 1; }
     llambda_context_params cp = llambda_context_default_params();
-    cp.n_ctx = depth + pp + tg + 1; cp.n_threads = threads;
+    cp.n_ctx = depth + pp + (roof ? 2 : 1) * tg + 1; cp.n_threads = threads;   /* --roofline: two tokens a pass */
     llambda_context *c;
     if (llambda_context_create(m, &cp, &c)) { fprintf(stderr, "llambda: %s\n", llambda_last_error()); llambda_model_free(m); return 1; }
     int V = llambda_model_n_vocab(m);
@@ -616,6 +669,12 @@ int cmd_bench(int argc, char **argv) {
             tgs[k] = tg / (now() - t0);
         }
     }
+    roofline rl = {0};
+    if (!st && roof && tg > 0) {
+        int rs = bench_roofline(c, toks, depth, tg, V, active_bytes(m), &rl);
+        if (rs < 0) { free(pps); free(tgs); free(toks); llambda_context_free(c); llambda_model_free(m); return 1; }
+        st = (llambda_status)rs;
+    }
     if (st) {
         fprintf(stderr, "llambda: bench: %s\n", llambda_last_error());
         free(pps); free(tgs); free(toks); llambda_context_free(c); llambda_model_free(m);
@@ -634,10 +693,15 @@ int cmd_bench(int argc, char **argv) {
             if ((pass == 0 && !pp) || (pass == 1 && !tg)) continue;
             printf("%s  {\"model_filename\": \"%s\", \"model_type\": \"%s %s\", \"model_size\": %llu, \"model_n_params\": %lld, "
                    "\"n_threads\": %d, \"n_prompt\": %d, \"n_gen\": %d, \"n_depth\": %d, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"isa\": \"%s\", "
-                   "\"active_bytes\": %llu}",
+                   "\"active_bytes\": %llu",
                    first ? "" : ",\n", model, llambda_model_arch(m), ft ? ft : "?", (unsigned long long)llambda_model_size_bytes(m),
                    (long long)llambda_model_n_params(m), threads, np, ng, depth, pass == 0 ? pm : tm, pass == 0 ? ps : ts, llambda_isa(),
                    (unsigned long long)active_bytes(m));
+            if (pass == 1 && rl.pairs)
+                printf(", \"roofline_ratio\": %.4f, \"roofline_p25\": %.4f, \"roofline_p75\": %.4f, \"roofline_pass_gbs\": %.3f, "
+                       "\"roofline_token_gbs\": %.3f, \"roofline_pairs\": %d",
+                       rl.ratio, rl.p25, rl.p75, rl.pass_gbs, rl.token_gbs, rl.pairs);
+            printf("}");
             first = 0;
         }
         printf("\n]\n");
@@ -647,6 +711,10 @@ int cmd_bench(int argc, char **argv) {
         if (depth) snprintf(at, sizeof at, " @ d%d", depth);
         if (pp) printf("| %s %s | %.2f MiB | %.2f B | %s | %d | pp%d%s | %.2f ± %.2f |\n", llambda_model_arch(m), ft ? ft : "?", size_mib, params_b, llambda_isa(), threads, pp, at, pm, ps);
         if (tg) printf("| %s %s | %.2f MiB | %.2f B | %s | %d | tg%d%s | %.2f ± %.2f |\n", llambda_model_arch(m), ft ? ft : "?", size_mib, params_b, llambda_isa(), threads, tg, at, tm, ts);
+        if (rl.pairs)
+            printf("\nroofline: %d read passes (%s), each followed by an untimed token and a timed one: the timed token's %.1f MB of "
+                   "weights at %.2f GB/s against the pass's %.2f (medians); ratio median %.3f, quartiles %.3f-%.3f\n",
+                   rl.pairs, rl.way, (double)active_bytes(m) / 1e6, rl.token_gbs, rl.pass_gbs, rl.ratio, rl.p25, rl.p75);
     }
     free(pps); free(tgs); free(toks);
     llambda_context_free(c);
@@ -732,127 +800,5 @@ int cmd_bench_proj(int argc, char **argv) {
     }
     if (!strcmp(fmt, "json")) printf("\n]\n");
     llambda_model_free(m);
-    return 0;
-}
-
-/* ------------------------------------------------------------------ bench-mem */
-
-/* Read bandwidth: each thread streams its share of a buffer much larger than the caches,
- * in several ways; the best pass of the fastest way is reported, the roofline of token
- * generation. Which way wins depends on the machine: on this project's Zen 5 host a plain
- * loop of 32- or 64-byte loads (the hardware prefetcher alone) read 60-67 GB/s with two
- * threads while the same loop with a software prefetch on every line, as the weight
- * kernels issue it, read 50-57; the kernels need theirs (they compute between loads), so
- * the roofline is the plain loop's. */
-typedef struct { const uint8_t *p; size_t n; int way; uint64_t sink; } mem_part;
-typedef uint64_t v2u64 __attribute__((vector_size(16)));
-
-enum { MEM_PLAIN16, MEM_PREFETCH16,
-#if defined(__x86_64__) && defined(__GNUC__)
-       MEM_PLAIN32, MEM_PLAIN64,
-#endif
-       MEM_WAYS };
-static const char *const mem_way_name[] = {"16-byte loads", "16-byte loads, prefetch 4 KiB ahead",
-#if defined(__x86_64__) && defined(__GNUC__)
-                                           "32-byte loads", "64-byte loads",
-#endif
-};
-
-static uint64_t read16(const uint8_t *p, size_t n, size_t ahead) {
-    v2u64 a = {0, 0}, b = {0, 0}, c = {0, 0}, d = {0, 0};
-    for (size_t o = 0; o + 64 <= n; o += 64) {
-        if (ahead) __builtin_prefetch(p + o + ahead);
-        v2u64 x0, x1, x2, x3;
-        memcpy(&x0, p + o, 16); memcpy(&x1, p + o + 16, 16); memcpy(&x2, p + o + 32, 16); memcpy(&x3, p + o + 48, 16);
-        a ^= x0; b ^= x1; c ^= x2; d ^= x3;
-    }
-    a ^= b ^ c ^ d;
-    return a[0] ^ a[1];
-}
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-__attribute__((target("avx2"))) static uint64_t read32(const uint8_t *p, size_t n) {
-    __m256i a = _mm256_setzero_si256(), b = a;
-    for (size_t o = 0; o + 64 <= n; o += 64) {
-        a = _mm256_xor_si256(a, _mm256_loadu_si256((const __m256i *)(p + o)));
-        b = _mm256_xor_si256(b, _mm256_loadu_si256((const __m256i *)(p + o + 32)));
-    }
-    a = _mm256_xor_si256(a, b);
-    return (uint64_t)_mm256_extract_epi64(a, 0) ^ (uint64_t)_mm256_extract_epi64(a, 3);
-}
-__attribute__((target("avx512f"))) static uint64_t read64(const uint8_t *p, size_t n) {
-    __m512i a = _mm512_setzero_si512(), b = a;
-    for (size_t o = 0; o + 128 <= n; o += 128) {
-        a = _mm512_xor_si512(a, _mm512_loadu_si512(p + o));
-        b = _mm512_xor_si512(b, _mm512_loadu_si512(p + o + 64));
-    }
-    return (uint64_t)_mm512_reduce_add_epi64(_mm512_xor_si512(a, b));
-}
-#endif
-
-static bool mem_way_available(int way) {
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (way == MEM_PLAIN32) return __builtin_cpu_supports("avx2");
-    if (way == MEM_PLAIN64) return __builtin_cpu_supports("avx512f");
-#endif
-    (void)way;
-    return true;
-}
-
-static void *mem_read(void *arg) {
-    mem_part *m = arg;
-    switch (m->way) {
-#if defined(__x86_64__) && defined(__GNUC__)
-    case MEM_PLAIN32: m->sink = read32(m->p, m->n); break;
-    case MEM_PLAIN64: m->sink = read64(m->p, m->n); break;
-#endif
-    case MEM_PREFETCH16: m->sink = read16(m->p, m->n, 4096); break;
-    default: m->sink = read16(m->p, m->n, 0); break;
-    }
-    return NULL;
-}
-
-int cmd_bench_mem(int argc, char **argv) {
-    int threads = 2, reps = 5;
-    size_t mib = 1024;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-t") && i + 1 < argc) threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--size") && i + 1 < argc) mib = (size_t)atol(argv[++i]);
-        else { fputs("usage: llambda bench-mem [-t THREADS] [-r REPS] [--size MiB]\n", stderr); return 2; }
-    }
-    if (threads < 1 || threads > 256 || reps < 1 || mib < 64) { fputs("llambda: bench-mem: bad arguments\n", stderr); return 2; }
-    size_t n = mib << 20;
-    /* huge pages where the kernel gives them, like the repacked weights (ll_alloc_large) */
-    uint8_t *buf = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (buf == MAP_FAILED) { fputs("llambda: bench-mem: out of memory\n", stderr); return 1; }
-#ifdef MADV_HUGEPAGE
-    madvise(buf, n, MADV_HUGEPAGE);
-#endif
-    memset(buf, 1, n);
-    double best = 0;
-    int best_way = 0, n_ways = 0;
-    for (int way = 0; way < MEM_WAYS; way++) {
-        if (!mem_way_available(way)) continue;
-        n_ways++;
-        for (int r = 0; r < reps; r++) {
-            pthread_t th[256];
-            mem_part parts[256];
-            double t0 = now();
-            for (int t = 0; t < threads; t++) {
-                parts[t].p = buf + n / (size_t)threads * (size_t)t;
-                parts[t].n = n / (size_t)threads;
-                parts[t].way = way;
-                pthread_create(&th[t], NULL, mem_read, &parts[t]);
-            }
-            for (int t = 0; t < threads; t++) pthread_join(th[t], NULL);
-            double gbs = (double)n / (now() - t0) / 1e9;
-            if (gbs > best) { best = gbs; best_way = way; }
-        }
-    }
-    printf("read bandwidth: %.2f GB/s (%d threads, %zu MiB, best of %d passes each of %d ways: %s)\n", best, threads, mib, reps,
-           n_ways, mem_way_name[best_way]);
-    munmap(buf, n);
     return 0;
 }
