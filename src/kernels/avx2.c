@@ -86,7 +86,7 @@ static inline __attribute__((always_inline)) void prefetch_ahead(const void *p) 
 /* Keeps a loaded vector in its register: the compiler would otherwise fold the load into
  * each instruction that uses it, reading the same bytes twice through the load ports,
  * which bound the one-token kernels. */
-#define ONE_LOAD(v) __asm__("" : "+x"(v))
+#define ONE_LOAD(v) __asm__("" : "+v"(v))
 
 /* hsum8 of scalar.c: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) */
 static inline float hsum8(__m256 x) {
@@ -2085,6 +2085,7 @@ static inline __attribute__((always_inline)) void q6_K_r8_tile(int64_t n, float 
             #pragma GCC unroll 2
             for (int h = 0; h < 2; h++) {
                 __m512i L = _mm512_loadu_si512(p->ql[r] + 64 * h);
+                ONE_LOAD(L);
                 __m512i H = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(p->qh[r] + 32 * h)));
                 __m512i v01 = _mm512_ternarylogic_epi32(_mm512_and_si512(L, m4), _mm512_sllv_epi16(H, up42), m30, 0xF8);
                 __m512i v23 = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(L, 4), m4), _mm512_srlv_epi16(H, dn02), m30, 0xF8);
