@@ -2832,6 +2832,7 @@ static inline __attribute__((always_inline)) void q5_0_packed_tile(int64_t n, fl
         #pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
             __m256i q = _mm256_loadu_si256((const __m256i *)p->qs[k]);
+            ONE_LOAD(q);
             __m256i nib[2] = {_mm256_and_si256(q, m4), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4)};
             #pragma GCC unroll 2
             for (int hf = 0; hf < 2; hf++) {
@@ -2860,9 +2861,48 @@ static inline __attribute__((always_inline)) void q5_0_packed_tile(int64_t n, fl
                                        _mm256_add_ps(_mm256_add_ps(acc[t][1], acc[t][5]), _mm256_add_ps(acc[t][3], acc[t][7]))));
 }
 
+#ifdef LL_AVX512
+/* One token in 512-bit vectors: lanes m (low half) and m + 4 (high half) of the eight rows
+ * side by side, so a step's two nibble sets are one vector (a shift by 0 | 4, one mask),
+ * its fifth bits one 64-bit mask and its two lane groups one dot product, a conversion
+ * and a fused multiply-add: each row lane gets q5_0_packed_tile's operations, in its
+ * order, and the halves added pairwise are its final lane sums (l0 + l4, ...). Half the
+ * vector work: the 256-bit tile computed no faster than memory streamed it here. */
+static void q5_0_packed_tile_x1(int64_t n, float *out, const block_q5_0_x8 *p, const block_q8_0 *y) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), b16 = _mm512_set1_epi8(16);
+    const __m512i shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
+    __m512i lanes[4];   /* dword k in the low half, k + 4 in the high */
+    for (int k = 0; k < 4; k++)
+        lanes[k] = _mm512_inserti64x4(_mm512_set1_epi32(k), _mm256_set1_epi32(k + 4), 1);
+    __m512 acc[4];
+    for (int k = 0; k < 4; k++) acc[k] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n / 32; i++, p++, y++) {
+        __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d)), _mm256_set1_ps(LL_FP16(y->d)));
+        __m512 d2 = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(d)));
+        __m512i yq = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)y->qs));
+        __m512i start = _mm512_castsi256_si512(dot_start(16, y->qs));
+        #pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            __m512i u = _mm512_and_si512(_mm512_srlv_epi16(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p->qs[k])), shift), m4);
+            u = _mm512_mask_add_epi8(u, _cvtu64_mask64((uint64_t)p->qh[k] | (uint64_t)p->qh[k + 4] << 32), u, b16);
+            __m512i sum = _mm512_dpbusd_epi32(_mm512_permutexvar_epi32(lanes[k], start), u, _mm512_permutexvar_epi32(lanes[k], yq));
+            acc[k] = _mm512_fmadd_ps(d2, _mm512_cvtepi32_ps(sum), acc[k]);
+        }
+    }
+    __m256 l04 = _mm256_add_ps(_mm512_castps512_ps256(acc[0]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[0]), 1)));
+    __m256 l15 = _mm256_add_ps(_mm512_castps512_ps256(acc[1]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[1]), 1)));
+    __m256 l26 = _mm256_add_ps(_mm512_castps512_ps256(acc[2]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[2]), 1)));
+    __m256 l37 = _mm256_add_ps(_mm512_castps512_ps256(acc[3]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[3]), 1)));
+    _mm256_storeu_ps(out, _mm256_add_ps(_mm256_add_ps(l04, l26), _mm256_add_ps(l15, l37)));
+}
+#endif
+
 static void dot_q5_0_packed(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
                             int n_tok) {
     int t = 0;
+#ifdef LL_AVX512
+    if (n_tok == 1) { q5_0_packed_tile_x1(n, out, tile, x); return; }
+#endif
     for (; t + 2 <= n_tok; t += 2)
         q5_0_packed_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 2);
     for (; t < n_tok; t++)
