@@ -1555,9 +1555,59 @@ static inline __attribute__((always_inline)) void iq4_xs_packed_tile(int64_t n, 
     }
 }
 
+#ifdef LL_AVX512
+/* One token in 512-bit vectors, as q5_0_packed_tile_x1: lanes g (low half) and 4 + g
+ * (high half) of the eight rows side by side, so a step's two nibble sets are looked up,
+ * signed, multiplied and scaled by one instruction each (|v|·(±y) with the sign moved by a
+ * mask: AVX-512 has no byte sign), the same integers; each row lane gets the tile's fused
+ * multiply-add per block in its order, and the halves added pairwise are its hsum8. */
+static void iq4_xs_packed_tile_x1(int64_t n, float *out, const block_iq4_xs_x8 *p, const block_q8_K *y) {
+    const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)ll_kvalues_iq4nl));
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
+    __m512i lanes[4];   /* dword g in the low half, 4 + g in the high */
+    for (int g = 0; g < 4; g++) lanes[g] = _mm512_inserti64x4(_mm512_set1_epi32(g), _mm256_set1_epi32(4 + g), 1);
+    __m512 acc[4];
+    for (int g = 0; g < 4; g++) acc[g] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++, p++, y++) {
+        #pragma GCC unroll 18
+        for (int l = 0; l < 18; l++)   /* the whole 1104-byte block */
+            prefetch_ahead((const char *)p + 64 * l);
+        __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d)), _mm256_set1_ps(y->d));
+        __m512 d2 = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(d)));
+        __m512i ls[8], yv[8];
+        #pragma GCC unroll 8
+        for (int sb = 0; sb < 8; sb++) {
+            ls[sb] = _mm512_broadcast_i64x4(scale_pairs_i8(p->ls[sb]));
+            yv[sb] = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(y->qs + 32 * sb)));
+        }
+        #pragma GCC unroll 4
+        for (int g = 0; g < 4; g++) {
+            __m512i lane = _mm512_setzero_si512();
+            #pragma GCC unroll 8
+            for (int sb = 0; sb < 8; sb++) {
+                __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p->qs[sb][g]));
+                __m512i v = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srlv_epi16(q, shift), m4));
+                __m512i yq = _mm512_permutexvar_epi32(lanes[g], yv[sb]);
+                __m512i ys = _mm512_mask_sub_epi8(yq, _mm512_movepi8_mask(v), _mm512_setzero_si512(), yq);
+                lane = _mm512_dpwssd_epi32(lane, _mm512_maddubs_epi16(_mm512_abs_epi8(v), ys), ls[sb]);
+            }
+            acc[g] = _mm512_fmadd_ps(d2, _mm512_cvtepi32_ps(lane), acc[g]);
+        }
+    }
+    __m256 s[4];
+    for (int g = 0; g < 4; g++)
+        s[g] = _mm256_add_ps(_mm512_castps512_ps256(acc[g]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[g]), 1)));
+    _mm256_storeu_ps(out, _mm256_add_ps(_mm256_add_ps(s[0], s[2]), _mm256_add_ps(s[1], s[3])));
+}
+#endif
+
 static void dot_iq4_xs_packed(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
                               int n_tok) {
     int t = 0;
+#ifdef LL_AVX512
+    if (n_tok == 1) { iq4_xs_packed_tile_x1(n, out, tile, x); return; }
+#endif
     for (; t + 2 <= n_tok; t += 2)
         iq4_xs_packed_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 2);
     for (; t < n_tok; t++)
