@@ -2815,9 +2815,77 @@ static inline __attribute__((always_inline)) void q5_K_packed_tile(int64_t n, fl
     }
 }
 
+#ifdef LL_AVX512
+/* One token in 512-bit vectors, as q5_0_packed_tile_x1: steps k (low half) and k + 4
+ * (high half) side by side, lanes k and k + 4 of the eight rows, so each instruction of a
+ * step serves both; the same integers, each row lane's fused multiply-adds in block order,
+ * and the halves added pairwise are the tile's hsum8. */
+static inline __m512i pair256(const void *a, const void *b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)), _mm256_loadu_si256((const __m256i *)b), 1);
+}
+static void q5_K_packed_tile_x1(int64_t n, float *out, const block_q5_K_x8 *p, const block_q8_K *y) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10), lo16 = _mm512_set1_epi32(0xFFFF);
+    __m512i lanes[4];   /* dword k in the low half, k + 4 in the high */
+    for (int k = 0; k < 4; k++) lanes[k] = _mm512_inserti64x4(_mm512_set1_epi32(k), _mm256_set1_epi32(k + 4), 1);
+    __m512 acc[4];
+    for (int k = 0; k < 4; k++) acc[k] = _mm512_setzero_ps();
+    __m256 accm = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++, p++, y++) {
+        __m256 d = _mm256_mul_ps(_mm256_set1_ps(y->d), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d)));
+        __m512 d2 = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(d)));
+        __m256 xdmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->dmin));
+        __m512i scp[4], yl[4], yh[4];
+        for (int j = 0; j < 4; j++) {
+            scp[j] = _mm512_broadcast_i64x4(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p->sc[j])));
+            yl[j] = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(y->qs + 64 * j)));
+            yh[j] = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(y->qs + 64 * j + 32)));
+        }
+        {   /* the mins, as q5_K_packed_tile takes them */
+            int16_t bs[8];
+            for (int sb = 0; sb < 8; sb++) bs[sb] = (int16_t)(y->bsums[2 * sb] + y->bsums[2 * sb + 1]);
+            __m256i ms = _mm256_setzero_si256();
+            for (int q = 0; q < 4; q++) {
+                int32_t pair;
+                memcpy(&pair, bs + 2 * q, 4);
+                ms = _mm256_dpwssd_epi32(ms, _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p->mn[q])), _mm256_set1_epi32(pair));
+            }
+            accm = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(-y->d), xdmin), _mm256_cvtepi32_ps(ms), accm);
+        }
+        #pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            #pragma GCC unroll 6
+            for (int l = 0; l < 6; l++)   /* the 1440-byte block: 23 lines, 6 per step pair */
+                if (6 * k + l < 23) prefetch_ahead((const char *)p + 64 * (6 * k + l));
+            __m512i h = pair256(p->qh[k], p->qh[k + 4]);
+            __m512i lane = _mm512_setzero_si512();
+            #pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                __m512i q = pair256(p->qs[j][k], p->qs[j][k + 4]);
+                __m512i hl = 2 * j <= 4 ? _mm512_slli_epi16(h, 4 - 2 * j) : _mm512_srli_epi16(h, 2 * j - 4);
+                __m512i hh = 2 * j + 1 <= 4 ? _mm512_slli_epi16(h, 3 - 2 * j) : _mm512_srli_epi16(h, 2 * j - 3);
+                __m512i lo = _mm512_ternarylogic_epi32(_mm512_and_si512(q, m4), hl, b4, 0xF8);
+                __m512i hi = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(q, 4), m4), hh, b4, 0xF8);
+                __m512i dl = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_permutexvar_epi32(lanes[k], yl[j]));
+                __m512i dh = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, _mm512_permutexvar_epi32(lanes[k], yh[j]));
+                __m512i pr = _mm512_ternarylogic_epi32(dl, _mm512_slli_epi32(dh, 16), lo16, 0xE4);
+                lane = _mm512_dpwssd_epi32(lane, pr, scp[j]);
+            }
+            acc[k] = _mm512_fmadd_ps(d2, _mm512_cvtepi32_ps(lane), acc[k]);
+        }
+    }
+    __m256 s[4];
+    for (int k = 0; k < 4; k++)
+        s[k] = _mm256_add_ps(_mm512_castps512_ps256(acc[k]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[k]), 1)));
+    _mm256_storeu_ps(out, _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(s[0], s[2]), _mm256_add_ps(s[1], s[3])), accm));
+}
+#endif
+
 static void dot_q5_K_packed(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
                             int n_tok) {
     int t = 0;
+#ifdef LL_AVX512
+    if (n_tok == 1) { q5_K_packed_tile_x1(n, out, tile, x); return; }
+#endif
     for (; t + 2 <= n_tok; t += 2)
         q5_K_packed_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 2);
     for (; t < n_tok; t++)
