@@ -88,6 +88,13 @@ static inline __attribute__((always_inline)) void prefetch_ahead(const void *p) 
  * which bound the one-token kernels. */
 #define ONE_LOAD(v) __asm__("" : "+v"(v))
 
+#ifdef LL_AVX512
+/* 32 bytes at a in the low half of a 512-bit vector, 32 at b in the high one */
+static inline __m512i pair256(const void *a, const void *b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)), _mm256_loadu_si256((const __m256i *)b), 1);
+}
+#endif
+
 /* hsum8 of scalar.c: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) */
 static inline float hsum8(__m256 x) {
     __m128 r = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
@@ -1287,9 +1294,63 @@ static inline __attribute__((always_inline)) void q2_K_packed_tile(int64_t n, fl
     for (int t = 0; t < T; t++) _mm256_storeu_ps(out + (size_t)t * out_stride, sum[t]);
 }
 
+#ifdef LL_AVX512
+/* One token in 512-bit vectors: a chunk's two groups side by side (quant steps q in the
+ * low half, q + 4 in the high, the eight rows in each), so each shift, mask, dot product
+ * and scale multiply serves both groups; the halves are added once per block. The same
+ * exact integer sums as q2_K_packed_tile, then its float step: the same bits. */
+static void q2_K_packed_tile_x1(int64_t n, float *out, const block_q2_K_x8 *p, const block_q8_K *y) {
+    const __m512i m3 = _mm512_set1_epi8(3);
+    __m512i lanes[4];   /* dword q in the low half, q + 4 in the high */
+    for (int q = 0; q < 4; q++) lanes[q] = _mm512_inserti64x4(_mm512_set1_epi32(q), _mm256_set1_epi32(q + 4), 1);
+    __m256 sum = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++, p++, y++) {
+        #pragma GCC unroll 13
+        for (int l = 0; l < 13; l++)   /* the whole 800-byte block */
+            prefetch_ahead((const char *)p + 64 * l);
+        __m512i V[2][4];   /* [h][q]: steps q | q + 4 of half h */
+        #pragma GCC unroll 2
+        for (int h = 0; h < 2; h++)
+            #pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) V[h][q] = pair256(p->qs[h][q], p->qs[h][q + 4]);
+        __m512i isum = _mm512_setzero_si512(), msum = _mm512_setzero_si512();
+        #pragma GCC unroll 8
+        for (int c = 0; c < 8; c++) {   /* 32-element chunk c: groups 2c (low half) and 2c + 1 (high) */
+            int h = c / 4, j = c % 4;
+            __m512i yc = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(y->qs + 32 * c)));
+            __m512i g = _mm512_setzero_si512();
+            #pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) {
+                __m512i u = _mm512_and_si512(_mm512_srli_epi16(V[h][q], 2 * j), m3);
+                g = _mm512_dpbusd_epi32(g, u, _mm512_permutexvar_epi32(lanes[q], yc));
+            }
+            __m512i sc = _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)p->sc[2 * c]),
+                                                                  _mm_loadl_epi64((const __m128i *)p->sc[2 * c + 1])));
+            __m512i mn = _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)p->mn[2 * c]),
+                                                                  _mm_loadl_epi64((const __m128i *)p->mn[2 * c + 1])));
+            __m512i bs = _mm512_inserti64x4(_mm512_set1_epi32(y->bsums[2 * c]), _mm256_set1_epi32(y->bsums[2 * c + 1]), 1);
+            isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(g, sc));
+            msum = _mm512_add_epi32(msum, _mm512_mullo_epi32(mn, bs));
+        }
+        __m256i is = _mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1));
+        __m256i ms = _mm256_add_epi32(_mm512_castsi512_si256(msum), _mm512_extracti64x4_epi64(msum, 1));
+        __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d));
+        __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->dmin));
+        __m256 yd = _mm256_set1_ps(y->d);
+        __m256 v = _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(yd, d), _mm256_cvtepi32_ps(is)),
+                                 _mm256_mul_ps(_mm256_mul_ps(yd, dm), _mm256_cvtepi32_ps(ms)));
+        sum = _mm256_add_ps(sum, v);
+    }
+    _mm256_storeu_ps(out, sum);
+}
+#endif
+
 static void dot_q2_K_packed(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
                             int n_tok) {
     int t = 0;
+#ifdef LL_AVX512
+    if (n_tok == 1) { q2_K_packed_tile_x1(n, out, tile, x); return; }
+#endif
     for (; t + 2 <= n_tok; t += 2)
         q2_K_packed_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 2);
     for (; t < n_tok; t++)
@@ -2820,9 +2881,6 @@ static inline __attribute__((always_inline)) void q5_K_packed_tile(int64_t n, fl
  * (high half) side by side, lanes k and k + 4 of the eight rows, so each instruction of a
  * step serves both; the same integers, each row lane's fused multiply-adds in block order,
  * and the halves added pairwise are the tile's hsum8. */
-static inline __m512i pair256(const void *a, const void *b) {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)), _mm256_loadu_si256((const __m256i *)b), 1);
-}
 static void q5_K_packed_tile_x1(int64_t n, float *out, const block_q5_K_x8 *p, const block_q8_K *y) {
     const __m512i m4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10), lo16 = _mm512_set1_epi32(0xFFFF);
     __m512i lanes[4];   /* dword k in the low half, k + 4 in the high */
