@@ -93,6 +93,20 @@ static inline __attribute__((always_inline)) void prefetch_ahead(const void *p) 
 static inline __m512i pair256(const void *a, const void *b) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)), _mm256_loadu_si256((const __m256i *)b), 1);
 }
+/* a in every 32-bit lane of the low half, b in every one of the high half */
+static inline __m512i set_halves_epi32(int a, int b) { return _mm512_inserti64x4(_mm512_set1_epi32(a), _mm256_set1_epi32(b), 1); }
+/* a in both halves */
+static inline __m512 dup_halves(__m256 a) { return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(a))); }
+/* the low half plus the high half */
+static inline __m256 add_halves(__m512 a) {
+    return _mm256_add_ps(_mm512_castps512_ps256(a), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
+}
+static inline __m256i add_halves_epi32(__m512i a) { return _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1)); }
+/* The one-token tiles that hold lanes m and m + 4 of eight rows side by side (acc[m], m =
+ * 0..3): each row's hsum8, ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)). */
+static inline __m256 side_by_side_hsum8(const __m512 acc[4]) {
+    return _mm256_add_ps(_mm256_add_ps(add_halves(acc[0]), add_halves(acc[2])), _mm256_add_ps(add_halves(acc[1]), add_halves(acc[3])));
+}
 #endif
 
 /* hsum8 of scalar.c: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) */
@@ -216,7 +230,7 @@ static inline __m512 load_f16x16(const uint16_t *p) { return _mm512_cvtph_ps(_mm
 
 /* dot_bf16's reduction of one 16-lane accumulator held in a 512-bit register */
 static inline float reduce16_zmm(__m512 a) {
-    return hsum8(_mm256_add_ps(_mm512_castps512_ps256(a), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))));
+    return hsum8(add_halves(a));
 }
 
 /* The instruction itself, where the CPU has AVX512_BF16 (cpuid leaf 7.1 EAX bit 5); the
@@ -1302,7 +1316,7 @@ static inline __attribute__((always_inline)) void q2_K_packed_tile(int64_t n, fl
 static void q2_K_packed_tile_x1(int64_t n, float *out, const block_q2_K_x8 *p, const block_q8_K *y) {
     const __m512i m3 = _mm512_set1_epi8(3);
     __m512i lanes[4];   /* dword q in the low half, q + 4 in the high */
-    for (int q = 0; q < 4; q++) lanes[q] = _mm512_inserti64x4(_mm512_set1_epi32(q), _mm256_set1_epi32(q + 4), 1);
+    for (int q = 0; q < 4; q++) lanes[q] = set_halves_epi32(q, q + 4);
     __m256 sum = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++, p++, y++) {
         #pragma GCC unroll 13
@@ -1328,12 +1342,11 @@ static void q2_K_packed_tile_x1(int64_t n, float *out, const block_q2_K_x8 *p, c
                                                                   _mm_loadl_epi64((const __m128i *)p->sc[2 * c + 1])));
             __m512i mn = _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)p->mn[2 * c]),
                                                                   _mm_loadl_epi64((const __m128i *)p->mn[2 * c + 1])));
-            __m512i bs = _mm512_inserti64x4(_mm512_set1_epi32(y->bsums[2 * c]), _mm256_set1_epi32(y->bsums[2 * c + 1]), 1);
+            __m512i bs = set_halves_epi32(y->bsums[2 * c], y->bsums[2 * c + 1]);
             isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(g, sc));
             msum = _mm512_add_epi32(msum, _mm512_mullo_epi32(mn, bs));
         }
-        __m256i is = _mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1));
-        __m256i ms = _mm256_add_epi32(_mm512_castsi512_si256(msum), _mm512_extracti64x4_epi64(msum, 1));
+        __m256i is = add_halves_epi32(isum), ms = add_halves_epi32(msum);
         __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d));
         __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->dmin));
         __m256 yd = _mm256_set1_ps(y->d);
@@ -1627,7 +1640,7 @@ static void iq4_xs_packed_tile_x1(int64_t n, float *out, const block_iq4_xs_x8 *
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const __m512i shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
     __m512i lanes[4];   /* dword g in the low half, 4 + g in the high */
-    for (int g = 0; g < 4; g++) lanes[g] = _mm512_inserti64x4(_mm512_set1_epi32(g), _mm256_set1_epi32(4 + g), 1);
+    for (int g = 0; g < 4; g++) lanes[g] = set_halves_epi32(g, 4 + g);
     __m512 acc[4];
     for (int g = 0; g < 4; g++) acc[g] = _mm512_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++, p++, y++) {
@@ -1635,7 +1648,7 @@ static void iq4_xs_packed_tile_x1(int64_t n, float *out, const block_iq4_xs_x8 *
         for (int l = 0; l < 18; l++)   /* the whole 1104-byte block */
             prefetch_ahead((const char *)p + 64 * l);
         __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d)), _mm256_set1_ps(y->d));
-        __m512 d2 = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(d)));
+        __m512 d2 = dup_halves(d);
         __m512i ls[8], yv[8];
         #pragma GCC unroll 8
         for (int sb = 0; sb < 8; sb++) {
@@ -1656,10 +1669,7 @@ static void iq4_xs_packed_tile_x1(int64_t n, float *out, const block_iq4_xs_x8 *
             acc[g] = _mm512_fmadd_ps(d2, _mm512_cvtepi32_ps(lane), acc[g]);
         }
     }
-    __m256 s[4];
-    for (int g = 0; g < 4; g++)
-        s[g] = _mm256_add_ps(_mm512_castps512_ps256(acc[g]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[g]), 1)));
-    _mm256_storeu_ps(out, _mm256_add_ps(_mm256_add_ps(s[0], s[2]), _mm256_add_ps(s[1], s[3])));
+    _mm256_storeu_ps(out, side_by_side_hsum8(acc));
 }
 #endif
 
@@ -2884,13 +2894,13 @@ static inline __attribute__((always_inline)) void q5_K_packed_tile(int64_t n, fl
 static void q5_K_packed_tile_x1(int64_t n, float *out, const block_q5_K_x8 *p, const block_q8_K *y) {
     const __m512i m4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10), lo16 = _mm512_set1_epi32(0xFFFF);
     __m512i lanes[4];   /* dword k in the low half, k + 4 in the high */
-    for (int k = 0; k < 4; k++) lanes[k] = _mm512_inserti64x4(_mm512_set1_epi32(k), _mm256_set1_epi32(k + 4), 1);
+    for (int k = 0; k < 4; k++) lanes[k] = set_halves_epi32(k, k + 4);
     __m512 acc[4];
     for (int k = 0; k < 4; k++) acc[k] = _mm512_setzero_ps();
     __m256 accm = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++, p++, y++) {
         __m256 d = _mm256_mul_ps(_mm256_set1_ps(y->d), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d)));
-        __m512 d2 = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(d)));
+        __m512 d2 = dup_halves(d);
         __m256 xdmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->dmin));
         __m512i scp[4], yl[4], yh[4];
         for (int j = 0; j < 4; j++) {
@@ -2931,10 +2941,7 @@ static void q5_K_packed_tile_x1(int64_t n, float *out, const block_q5_K_x8 *p, c
             acc[k] = _mm512_fmadd_ps(d2, _mm512_cvtepi32_ps(lane), acc[k]);
         }
     }
-    __m256 s[4];
-    for (int k = 0; k < 4; k++)
-        s[k] = _mm256_add_ps(_mm512_castps512_ps256(acc[k]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[k]), 1)));
-    _mm256_storeu_ps(out, _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(s[0], s[2]), _mm256_add_ps(s[1], s[3])), accm));
+    _mm256_storeu_ps(out, _mm256_add_ps(side_by_side_hsum8(acc), accm));
 }
 #endif
 
@@ -3049,12 +3056,12 @@ static void q5_0_packed_tile_x1(int64_t n, float *out, const block_q5_0_x8 *p, c
     const __m512i shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
     __m512i lanes[4];   /* dword k in the low half, k + 4 in the high */
     for (int k = 0; k < 4; k++)
-        lanes[k] = _mm512_inserti64x4(_mm512_set1_epi32(k), _mm256_set1_epi32(k + 4), 1);
+        lanes[k] = set_halves_epi32(k, k + 4);
     __m512 acc[4];
     for (int k = 0; k < 4; k++) acc[k] = _mm512_setzero_ps();
     for (int64_t i = 0; i < n / 32; i++, p++, y++) {
         __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d)), _mm256_set1_ps(LL_FP16(y->d)));
-        __m512 d2 = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(d)));
+        __m512 d2 = dup_halves(d);
         __m512i yq = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)y->qs));
         __m512i start = _mm512_castsi256_si512(dot_start(16, y->qs));
         #pragma GCC unroll 4
@@ -3065,11 +3072,7 @@ static void q5_0_packed_tile_x1(int64_t n, float *out, const block_q5_0_x8 *p, c
             acc[k] = _mm512_fmadd_ps(d2, _mm512_cvtepi32_ps(sum), acc[k]);
         }
     }
-    __m256 l04 = _mm256_add_ps(_mm512_castps512_ps256(acc[0]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[0]), 1)));
-    __m256 l15 = _mm256_add_ps(_mm512_castps512_ps256(acc[1]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[1]), 1)));
-    __m256 l26 = _mm256_add_ps(_mm512_castps512_ps256(acc[2]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[2]), 1)));
-    __m256 l37 = _mm256_add_ps(_mm512_castps512_ps256(acc[3]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[3]), 1)));
-    _mm256_storeu_ps(out, _mm256_add_ps(_mm256_add_ps(l04, l26), _mm256_add_ps(l15, l37)));
+    _mm256_storeu_ps(out, side_by_side_hsum8(acc));
 }
 #endif
 
@@ -3453,7 +3456,7 @@ static inline __attribute__((always_inline)) __m512 qk_lanes_zmm(const float *q,
  * step for step */
 static inline __attribute__((always_inline)) float dot_qk_zmm(const float *q, const __m512 *kz, int nz) {
     __m512 s = qk_lanes_zmm(q, kz, nz);
-    __m256 t3 = _mm256_add_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)), _mm512_castps512_ps256(s));
+    __m256 t3 = add_halves(s);
     __m128 t6 = _mm_add_ps(_mm256_extractf128_ps(t3, 1), _mm256_castps256_ps128(t3));
     __m128 r = _mm_add_ps(t6, _mm_movehl_ps(t6, t6));
     r = _mm_add_ss(r, _mm_movehdup_ps(r));
