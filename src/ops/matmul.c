@@ -20,6 +20,9 @@ typedef struct matmul_job {
     ll_gemm_fn gemm;            /* prompts of float weights: a whole item in one call */
 } matmul_job;
 
+/* A job's work items (items_of) */
+typedef struct { int64_t n_tiles, item_tiles, n_rb, n_items; int chunk; } job_items;
+
 /* Several products run as one pool task: their work items are numbered one after the
  * other and handed out as threads ask (the fast finish the rest), so many small products
  * (a token's experts) cost one barrier, not one each. */
@@ -29,7 +32,10 @@ typedef struct matmul_job {
 #define MAX_JOBS LL_MATMUL_MAX_JOBS
 typedef struct matmul_set {
     const matmul_job *jobs;
-    int n;
+    int n, decode;              /* decode: every job one token */
+    const job_items *its;       /* each job's work items, counted once for all threads: */
+    const int64_t *end;         /* numbered one after the other, job k's before end[k], */
+    int64_t total;              /* total in all */
     ll_pool *pool;
     int64_t own_items;          /* decode: thread i starts with items i·own_items.., its own */
     const ll_plan_set *next;    /* decode: the set expected next, or NULL */
@@ -82,11 +88,9 @@ static void matmul_tile(const matmul_job *j, int64_t r0, int64_t r1, int t0, int
     }
 }
 
-/* A job's work items: a decode item is a run of row tiles; a prefill item is a block of
- * row tiles times a chunk of tokens, chunks outermost, so one chunk's activations stay in
- * cache while the rows stream past. */
-typedef struct { int64_t n_tiles, item_tiles, n_rb, n_items; int chunk; } job_items;
-
+/* A job's work items (job_items): a decode item is a run of row tiles; a prefill item is
+ * a block of row tiles times a chunk of tokens, chunks outermost, so one chunk's
+ * activations stay in cache while the rows stream past. */
 static job_items items_of(const matmul_job *j) {
     job_items it;
     it.n_tiles = (j->w->rows + ROW_TILE - 1) / ROW_TILE;
@@ -213,16 +217,10 @@ static void prompt_items(matmul_set *s, const job_items *its, const int64_t *end
 /* Which thread computes an element, and in which item, never changes its bits. */
 static void matmul_task(void *arg, int ith, int nth) {
     matmul_set *s = arg;
-    job_items its[MAX_JOBS];
-    int64_t end[MAX_JOBS], total = 0;
-    int decode = 1;
-    for (int k = 0; k < s->n; k++) {
-        its[k] = items_of(&s->jobs[k]);
-        end[k] = total += its[k].n_items;
-        decode &= s->jobs[k].n_tok == 1;
-    }
+    const job_items *its = s->its;
+    const int64_t *end = s->end, total = s->total;
     uint8_t *scratch = s->scratch + (size_t)ith * s->scratch_stride;
-    if (!decode) {
+    if (!s->decode) {
         prompt_items(s, its, end, total, nth, scratch);
         return;
     }
@@ -260,19 +258,21 @@ static const ll_plan_set *plan_step(struct llambda_context *c, const matmul_job 
 
 /* One pool task for the gathered products. */
 static void run_set(struct llambda_context *c, const matmul_job *jobs, int n) {
-    matmul_set set = {.jobs = jobs, .n = n, .pool = c->pool, .scratch = c->gemm_scratch,
-                      .scratch_stride = c->gemm_scratch_stride, .next_item = 0};
+    job_items its[MAX_JOBS];
+    int64_t end[MAX_JOBS], total = 0;
     int decode = 1;
-    int64_t items = 0;
     for (int k = 0; k < n; k++) {
+        its[k] = items_of(&jobs[k]);
+        end[k] = total += its[k].n_items;
         decode &= jobs[k].n_tok == 1;
-        items += items_of(&jobs[k]).n_items;
     }
+    matmul_set set = {.jobs = jobs, .n = n, .decode = decode, .its = its, .end = end, .total = total, .pool = c->pool,
+                      .scratch = c->gemm_scratch, .scratch_stride = c->gemm_scratch_stride, .next_item = 0};
     if (decode) {
         int nth = ll_pool_size(c->pool);
-        set.own_items = own_items(items, nth);
+        set.own_items = own_items(total, nth);
         atomic_init(&set.next_item, (long)(set.own_items * nth));
-        set.next = plan_step(c, &jobs[0], items);
+        set.next = plan_step(c, &jobs[0], total);
     }
     ll_pool_run(c->pool, matmul_task, &set);
 }
