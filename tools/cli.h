@@ -15,6 +15,9 @@ int cmd_serve(int argc, char **argv);
 int cmd_bench_proj(int argc, char **argv);
 int cmd_bench_mem(int argc, char **argv);
 
+/* Seconds on the monotonic clock, for the timings the subcommands print. */
+double cli_now(void);
+
 /* Read bandwidth passes (membw.c): `threads` threads (the caller and helpers) read their
  * shares of a buffer of `bytes`, timed from one start signal to the last one done. */
 typedef struct mem_bench mem_bench;

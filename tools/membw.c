@@ -13,9 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 
-static double now(void) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec; }
 
 static inline void relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -151,11 +149,11 @@ double mem_bench_pass(mem_bench *b, int way) {
     atomic_store(&b->go, 0);
     atomic_store(&b->done, 0);
     pthread_barrier_wait(&b->start);   /* the helpers are up and spinning on go */
-    double t0 = now();
+    double t0 = cli_now();
     atomic_store_explicit(&b->go, 1, memory_order_release);
     read_share(b, 0);
     while (atomic_load_explicit(&b->done, memory_order_acquire) < b->n - 1) relax();
-    return (double)b->bytes / (now() - t0) / 1e9;
+    return (double)b->bytes / (cli_now() - t0) / 1e9;
 }
 
 /* The fastest way on this machine, by the best of `reps` passes each; its GB/s in *gbs. */

@@ -15,7 +15,6 @@ typedef struct opts {
     cli_accel accel;
 } opts;
 
-static double now(void) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec; }
 
 static const char *default_model(const char *argv0) {
     static char path[4096];
@@ -100,10 +99,10 @@ static llambda_model *load(const opts *o, const char *argv0, double *secs) {
     llambda_model_params mp = llambda_model_default_params();
     mp.n_threads = o->n_threads;
     cli_accel_apply(&o->accel, &mp);
-    double t0 = now();
+    double t0 = cli_now();
     llambda_model *m;
     if (llambda_model_load(path, &mp, &m)) { fprintf(stderr, "llambda: %s\n", llambda_last_error()); return NULL; }
-    if (secs) *secs = now() - t0;
+    if (secs) *secs = cli_now() - t0;
     return m;
 }
 

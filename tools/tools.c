@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-static double now(void) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec; }
+double cli_now(void) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec; }
 
 static bool print_progress(float p, const char *what, void *user) {
     (void)user;
@@ -31,12 +31,12 @@ int cmd_quantize(int argc, char **argv) {
     if (np != 3) { fprintf(stderr, "usage: llambda quantize IN.gguf OUT.gguf TYPE [-t THREADS]\n  TYPE: Q8_0 Q4_0 Q2_K Q3_K_M Q4_K_M Q5_K_M Q6_K IQ4_XS F16 BF16 F32\n"); return 2; }
     int ft = llambda_ftype_from_name(pos[2]);
     if (ft < 0) { fprintf(stderr, "llambda: unknown type '%s' (Q8_0 Q4_0 Q2_K Q3_K_M Q4_K_M Q5_K_M Q6_K IQ4_XS F16 BF16 F32)\n", pos[2]); return 2; }
-    double t0 = now();
+    double t0 = cli_now();
     if (llambda_quantize_file(pos[0], pos[1], ft, threads, print_progress, NULL)) {
         fprintf(stderr, "\nllambda: %s\n", llambda_last_error());
         return 1;
     }
-    fprintf(stderr, "quantized %s -> %s (%s) in %.1f s\n", pos[0], pos[1], llambda_ftype_name(ft), now() - t0);
+    fprintf(stderr, "quantized %s -> %s (%s) in %.1f s\n", pos[0], pos[1], llambda_ftype_name(ft), cli_now() - t0);
     return 0;
 }
 
@@ -508,12 +508,12 @@ int cmd_synth(int argc, char **argv) {
 #undef T
     }
 write:;
-    double t0 = now();
+    double t0 = cli_now();
     llambda_status st = err ? LLAMBDA_ERR_ARG : llambda_gguf_writer_write(w, out);
     llambda_gguf_writer_free(w);
     free(fcs);
     if (st) { fprintf(stderr, "llambda: %s\n", llambda_last_error()); return 1; }
-    fprintf(stderr, "wrote %s: %s, %s, in %.1f s\n", out, p->name, llambda_ftype_name(ft), now() - t0);
+    fprintf(stderr, "wrote %s: %s, %s, in %.1f s\n", out, p->name, llambda_ftype_name(ft), cli_now() - t0);
     return 0;
 }
 
@@ -599,9 +599,9 @@ static int bench_roofline(llambda_context *c, const int32_t *toks, int depth, in
          * spinning, the recurrent state and the activations in cache (the pass evicted them) */
         st = llambda_eval(c, &t, 1);
         t = (t * 31 + 7) % V;
-        double t0 = now();
+        double t0 = cli_now();
         if (!st) st = llambda_eval(c, &t, 1);
-        tok[i] = (double)bytes / (now() - t0) / 1e9;
+        tok[i] = (double)bytes / (cli_now() - t0) / 1e9;
         ratio[i] = tok[i] / pass[i];
         t = (t * 31 + 7) % V;
     }
@@ -658,15 +658,15 @@ int cmd_bench(int argc, char **argv) {
     if (!st && depth) llambda_context_reset(c);
     for (int k = 0; k < reps && !st; k++) {
         if (pp > 0 && !(st = bench_depth(c, toks, depth))) {
-            double t0 = now();
+            double t0 = cli_now();
             st = llambda_eval(c, toks + depth, pp);
-            pps[k] = pp / (now() - t0);
+            pps[k] = pp / (cli_now() - t0);
         }
         if (tg > 0 && !st && !(st = bench_depth(c, toks, depth))) {
             int32_t t = toks[depth];
-            double t0 = now();
+            double t0 = cli_now();
             for (int i = 0; i < tg && !st; i++) { st = llambda_eval(c, &t, 1); t = (t * 31 + 7) % V; }
-            tgs[k] = tg / (now() - t0);
+            tgs[k] = tg / (cli_now() - t0);
         }
     }
     roofline rl = {0};
