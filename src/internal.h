@@ -228,6 +228,7 @@ typedef struct ll_kernels {
     /* optional: ll_swiglu's g = silu(g) ⊙ u with the same bits, vectorized */
     void (*swiglu)(float *g, const float *u, int64_t n);
     void (*geglu)(float *g, const float *u, int64_t n);   /* optional: ll_geglu's bits, vectorized */
+    void (*relu2)(float *x, int64_t n);   /* optional: ll_relu2's bits, vectorized */
     /* y[i] = ll_exp_simd(x[i] - sub), every i */
     void (*exp_shifted)(float *y, const float *x, float sub, int64_t n);
     /* y[i] = ll_silu(x[i]) (x / (1 + ll_exp_simd(-x))), every i; y may be x */

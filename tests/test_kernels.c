@@ -512,7 +512,7 @@ int main(void) {
               "scalar ssm_scan / axpy are not deterministic");
 #endif
     }
-    TEST("kernels: vector exp, SiLU and conv+SiLU give the scalar bits (ranges, tails)") {
+    TEST("kernels: vector exp, SiLU and conv+SiLU give the scalar bits (ranges, tails, 4 taps and 3)") {
         enum { N = 203, K = 4 };
         static float x[N], w[N * K], b[N], src[K][N], y0[N], y1[N];
         for (int i = 0; i < N; i++) {
@@ -542,11 +542,13 @@ int main(void) {
                 scalar.silu(y0, x, n);
                 ks[q].silu(y1, x, n);
                 CHECK(!memcmp(y0, y1, sizeof(float) * n), "%s silu (n %d) differs from scalar", ks[q].isa, n);
-                for (int bias = 0; bias < 2; bias++) {
-                    scalar.conv_silu(y0, srcp, w, K, bias ? b : NULL, n);
-                    ks[q].conv_silu(y1, srcp, w, K, bias ? b : NULL, n);
-                    CHECK(!memcmp(y0, y1, sizeof(float) * n), "%s conv_silu (n %d, bias %d) differs from scalar", ks[q].isa, n, bias);
-                }
+                for (int taps = K - 1; taps <= K; taps++)   /* 4: the transposing path; 3: the gathers */
+                    for (int bias = 0; bias < 2; bias++) {
+                        scalar.conv_silu(y0, srcp, w, taps, bias ? b : NULL, n);
+                        ks[q].conv_silu(y1, srcp, w, taps, bias ? b : NULL, n);
+                        CHECK(!memcmp(y0, y1, sizeof(float) * n), "%s conv_silu (n %d, %d taps, bias %d) differs from scalar",
+                              ks[q].isa, n, taps, bias);
+                    }
             }
     }
     TEST("kernels: exp, SiLU and SwiGLU take NaN and infinities (NaN stays NaN, in every ISA)") {
@@ -574,6 +576,33 @@ int main(void) {
             else ll_swiglu_scalar(g, u, N);
             CHECK(isnan(g[3]) && isnan(g[17]) && isnan(g[36]), "%s swiglu: NaN did not stay NaN", ks[q].isa);
         }
+    }
+    TEST("kernels: squared ReLU gives max(x, 0)^2 bit for bit in every ISA (NaN, -0, inf, subnormals, tails)") {
+        enum { N = 77 };
+        float x[N], want[N], got[N];
+        for (int i = 0; i < N; i++) x[i] = frand() * 8.f;   /* about half negative */
+        x[1] = NAN; x[2] = -NAN; x[5] = -0.0f; x[6] = 0.0f; x[9] = INFINITY; x[10] = -INFINITY;
+        x[12] = 1e-40f; x[13] = -1e-40f; x[14] = 3e-20f; x[70] = NAN;   /* subnormal in, out; NaN in the tail */
+        for (int i = 0; i < N; i++) { float r = x[i] > 0 ? x[i] : 0.0f; want[i] = r * r; }
+        CHECK(want[1] == 0 && !signbit(want[5]) && want[9] == INFINITY && want[10] == 0 && want[12] == 0 && want[14] > 0,
+              "the reference squared ReLU is off");
+        ll_kernels ks[3] = {scalar};
+        int nk = 1;
+#ifdef LL_HAVE_AVX2
+        if (ll_cpu_has_avx2()) ll_kernels_avx2(&ks[nk++]);
+        if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) ll_kernels_avx512(&ks[nk++]);
+#endif
+        for (int q = 0; q < nk; q++)
+            for (int n = 0; n <= N; n += 11) {   /* with and without a tail */
+                memcpy(got, x, sizeof got);
+                if (ks[q].relu2) ks[q].relu2(got, n);
+                else ll_relu2(got, n);
+                CHECK(!memcmp(got, want, sizeof(float) * n) && !memcmp(got + n, x + n, sizeof(float) * (N - n)),
+                      "%s relu2 (n %d) differs from max(x, 0)^2", ks[q].isa, n);
+            }
+        memcpy(got, x, sizeof got);
+        ll_relu2(got, N);   /* the dispatched one */
+        CHECK(!memcmp(got, want, sizeof got), "ll_relu2 differs from max(x, 0)^2");
     }
     TEST("kernels: the fused DeltaNet head step gives the bits of decay, dot, axpy, dot") {
         enum { SMAX = 200 };

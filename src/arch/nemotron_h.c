@@ -143,10 +143,6 @@ static llambda_status nemotron_load(llambda_model *m) {
     return LLAMBDA_OK;
 }
 
-static void relu2(float *x, size_t n) {
-    for (size_t i = 0; i < n; i++) { float r = x[i] > 0 ? x[i] : 0.0f; x[i] = r * r; }
-}
-
 /* u = RMSNorm(x)·attn_norm; x += mixer(u) */
 static llambda_status nemotron_forward(struct llambda_context *c, const int32_t *tokens, int n, int pos, float *logits, const uint8_t *want) {
     const llambda_model *m = c->m;
@@ -176,13 +172,13 @@ static llambda_status nemotron_forward(struct llambda_context *c, const int32_t 
                 int Fs = (int)Y->up_shexp.rows;
                 ll_matmul_op shared_up = {&Y->up_shexp, c->xb, n, c->hb};
                 ll_moe_forward(c, &Y->moe, c->xb, c->xb, n, c->xb2, &shared_up, 1);   /* with the router */
-                relu2(c->hb, (size_t)n * Fs);
+                ll_relu2(c->hb, (int64_t)n * Fs);
                 ll_matmul(c, &Y->down_shexp, c->hb, n, c->hb2);
                 ll_add_tokens(c, c->xb2, c->hb2, E, n);
             } else {
                 int F = h->n_ff_l[l];
                 ll_matmul(c, &Y->w_up, c->xb, n, c->hb); ll_add_bias(c->hb, &Y->bq, n);
-                relu2(c->hb, (size_t)n * F);
+                ll_relu2(c->hb, (int64_t)n * F);
                 ll_matmul(c, &Y->w_down, c->hb, n, c->xb2); ll_add_bias(c->xb2, &Y->bo, n);
             }
         }

@@ -3674,11 +3674,43 @@ static void silu(float *y, const float *x, int64_t n) {
     for (; i < n; i++) y[i] = ll_silu_inline(x[i]);
 }
 
+/* ll_relu2: max(x, 0) returns its second operand for a NaN or a zero of either sign, so
+ * x > 0 ? x : 0 exactly; then the same square. */
+static void relu2(float *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 r = _mm256_max_ps(_mm256_loadu_ps(x + i), _mm256_setzero_ps());
+        _mm256_storeu_ps(x + i, _mm256_mul_ps(r, r));
+    }
+    for (; i < n; i++) { float r = x[i] > 0 ? x[i] : 0.0f; x[i] = r * r; }
+}
+
+/* [8 channels][4 taps] to [4 taps][8 channels]: pairs interleaved within lanes, then the
+ * channels put back in order (the unpacks leave them 0 2 4 6 | 1 3 5 7). */
+static inline void taps_4x8(const float *w, __m256 tap[4]) {
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    __m256 a0 = _mm256_loadu_ps(w), a1 = _mm256_loadu_ps(w + 8), a2 = _mm256_loadu_ps(w + 16), a3 = _mm256_loadu_ps(w + 24);
+    __m256d l01 = _mm256_castps_pd(_mm256_unpacklo_ps(a0, a1)), h01 = _mm256_castps_pd(_mm256_unpackhi_ps(a0, a1));
+    __m256d l23 = _mm256_castps_pd(_mm256_unpacklo_ps(a2, a3)), h23 = _mm256_castps_pd(_mm256_unpackhi_ps(a2, a3));
+    tap[0] = _mm256_permutevar8x32_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(l01, l23)), order);
+    tap[1] = _mm256_permutevar8x32_ps(_mm256_castpd_ps(_mm256_unpackhi_pd(l01, l23)), order);
+    tap[2] = _mm256_permutevar8x32_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(h01, h23)), order);
+    tap[3] = _mm256_permutevar8x32_ps(_mm256_castpd_ps(_mm256_unpackhi_pd(h01, h23)), order);
+}
+
 /* eight channels at a time: each lane the fmaf chain of scalar.c's conv_silu (weights
- * gathered, K apart), then the bias and SiLU */
+ * of other tap counts gathered, K apart), then the bias and SiLU */
 static void conv_silu(float *out, const float *const *src, const float *w, int K, const float *bias, int64_t n) {
     int64_t i = 0;
     const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(K));
+    if (K == 4)   /* the usual kernel: eight channels' taps as four loads and a transpose, not gathers */
+        for (; i + 8 <= n; i += 8) {
+            __m256 tap[4], s = _mm256_setzero_ps();
+            taps_4x8(w + (size_t)i * 4, tap);
+            for (int k = 0; k < 4; k++) s = _mm256_fmadd_ps(_mm256_loadu_ps(src[k] + i), tap[k], s);
+            if (bias) s = _mm256_add_ps(s, _mm256_loadu_ps(bias + i));
+            _mm256_storeu_ps(out + i, silu8(s));
+        }
     for (; i + 8 <= n; i += 8) {
         __m256 s = _mm256_setzero_ps();
         for (int k = 0; k < K; k++)
@@ -3724,12 +3756,14 @@ static void axpy(float *y, const float *x, float a, int64_t n) {
 /* scalar.c's deltanet_rows with dot_f32's accumulators and axpy's fused multiply-add:
  * pass 1 decays the row and reads it against k, pass 2 updates it and reads it against q
  * (the row is still in L1). Tails past the last 64 as dot_f32 and axpy take them. */
+#define DELTANET_ROWS_AHEAD 4   /* rows fetched ahead: the memory is cold, one token after its last use */
 static void deltanet_rows(float *M, const float *k, const float *q, const float *v, float decay, float beta, float scale,
                           float *o, int S) {
     const __m256 vdecay = _mm256_set1_ps(decay);
     int n64 = S & ~63;
     for (int j = 0; j < S; j++) {
         float *row = M + (size_t)j * S;
+        for (int i = 0; i < S; i += 16) _mm_prefetch((const char *)(row + (size_t)DELTANET_ROWS_AHEAD * S + i), _MM_HINT_T0);
         __m256 lo[4], hi[4];
         for (int c = 0; c < 4; c++) lo[c] = hi[c] = _mm256_setzero_ps();
         for (int i = 0; i < n64; i += 64)
@@ -3764,6 +3798,8 @@ static void deltanet_rows(float *M, const float *k, const float *q, const float 
 }
 
 static float ssm_scan(float *st, const float *B, const float *C, float dA, float xdt, int n) {
+    /* the next rows of a head's state follow this one: fetch ahead, as deltanet_rows does */
+    for (int i = 0; i < n; i += 16) _mm_prefetch((const char *)(st + (size_t)DELTANET_ROWS_AHEAD * n + i), _MM_HINT_T0);
     __m256 lo[4], hi[4], vdA = _mm256_set1_ps(dA), vx = _mm256_set1_ps(xdt);
     for (int j = 0; j < 4; j++) lo[j] = hi[j] = _mm256_setzero_ps();
     int np = n & ~63, i = 0;
@@ -3877,6 +3913,7 @@ void ll_kernels_avx2(ll_kernels *k) {
     pthread_once(&vexp_once, vexp_check);
     k->expf_row = vexp_ok ? expf_row_vec : ll_expf_row_libm;
     k->swiglu = swiglu;
+    k->relu2 = relu2;
     k->geglu = geglu;
     k->axpy = axpy;
     k->deltanet_rows = deltanet_rows;

@@ -40,9 +40,12 @@ static void dn_head(const dn_heads *d, int hv, int t) {
     }
 }
 
+/* Each thread takes a contiguous run of heads, so its memories stream from one place
+ * (interleaved heads left every 64 KiB memory of a 128-state head a fresh stream start). */
 static void dn_heads_task(void *arg, int ith, int nth) {
     const dn_heads *d = arg;
-    for (int hv = ith; hv < d->Hv; hv += nth)
+    int h0 = (int)((int64_t)d->Hv * ith / nth), h1 = (int)((int64_t)d->Hv * (ith + 1) / nth);
+    for (int hv = h0; hv < h1; hv++)
         for (int t = 0; t < d->n; t++) dn_head(d, hv, t);
 }
 

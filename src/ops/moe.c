@@ -92,7 +92,7 @@ static void activate(const ll_moe *e, float *g, const float *u, int64_t n) {
     switch (e->act) {
     case LL_ACT_GELU: ll_geglu(g, u, n); break;
     case LL_ACT_SILU: ll_swiglu(g, u, n); break;
-    case LL_ACT_RELU2: for (int64_t i = 0; i < n; i++) { float r = g[i] > 0 ? g[i] : 0; g[i] = r * r; } break;
+    case LL_ACT_RELU2: ll_relu2(g, n); break;
     }
 }
 
@@ -122,7 +122,7 @@ void ll_moe_forward(struct llambda_context *c, const ll_moe *e, const float *rou
                 for (int k = 0; k < K; k++)
                     if (sel[(size_t)t * K + k] == ex) {
                         rows[total + m] = t * K + k;
-                        memcpy(xg + (size_t)(total + m) * E, x + (size_t)t * E, (size_t)E * 4);
+                        if (n > 1) memcpy(xg + (size_t)(total + m) * E, x + (size_t)t * E, (size_t)E * 4);
                         m++;
                     }
             if (!m) continue;
@@ -135,7 +135,8 @@ void ll_moe_forward(struct llambda_context *c, const ll_moe *e, const float *rou
         ll_weight mats[2 * CHUNK];
         int no = 0;
         for (int i = 0; i < ne; i++) {
-            const float *xi = xg + (size_t)first[i] * E;
+            /* one token: every expert reads x itself, so its conversion is shared (ll_matmul_many) */
+            const float *xi = n == 1 ? x : xg + (size_t)first[i] * E;
             if (e->gate_up.data) {
                 mats[no] = ll_weight_matrix(&e->gate_up, used[i]);
                 ops[no] = (ll_matmul_op){&mats[no], xi, cnt[i], hg + (size_t)first[i] * 2 * FX}; no++;   /* gate then up */
@@ -156,7 +157,7 @@ void ll_moe_forward(struct llambda_context *c, const ll_moe *e, const float *rou
                 memmove(hg + (size_t)r * FX, row, (size_t)FX * 4);
             }
         if (e->act == LL_ACT_RELU2 && !e->up.data && !e->gate_up.data) {
-            for (size_t i = (size_t)base * FX; i < (size_t)total * FX; i++) { float r = hg[i] > 0 ? hg[i] : 0; hg[i] = r * r; }
+            ll_relu2(hg + (size_t)base * FX, (int64_t)(total - base) * FX);
         } else
             for (int r = base; r < total; r++) activate(e, hg + (size_t)r * FX, ug + (size_t)r * FX, FX);
         /* down of every expert of the round: one task */

@@ -24,6 +24,15 @@ void ll_swiglu_scalar(float *g, const float *u, int64_t n) {
     for (int64_t i = body; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
+/* Squared ReLU (Nemotron-H's FFN and experts). The vector kernels matter: half the inputs
+ * are negative at random, and this loop compiled with a branch spent 54-100 us of a
+ * Nemotron token mispredicting over a token's six expert rows. */
+void ll_relu2(float *x, int64_t n) {
+    const ll_kernels *k = ll_kernels_get();
+    if (k->relu2) { k->relu2(x, n); return; }
+    for (int64_t i = 0; i < n; i++) { float r = x[i] > 0 ? x[i] : 0.0f; x[i] = r * r; }
+}
+
 void ll_add(float *y, const float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] += x[i];
 }

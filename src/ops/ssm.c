@@ -9,7 +9,7 @@
 
 
 /* The causal depthwise conv with SiLU of both recurrent mixers, for every token of a run,
- * channels split across threads a unit at a time. Token t sees inputs t-K+1..t, the first
+ * channels split across threads in runs of whole units. Token t sees inputs t-K+1..t, the first
  * from the conv state, the rest from the run, taps in order as one token at a time would
  * add them; each channel's state then keeps its last K-1 inputs. The first n_norm units
  * are L2-normalised per token afterwards (DeltaNet's q and k groups). */
@@ -39,7 +39,8 @@ static void conv_task(void *arg, int ith, int nth) {
     const conv_run *d = arg;
     const ll_kernels *kn = ll_kernels_get();
     int K = d->K, C = d->C, units = (C + d->unit - 1) / d->unit;
-    for (int u = ith; u < units; u += nth) {
+    int u0 = (int)((int64_t)units * ith / nth), u1 = (int)((int64_t)units * (ith + 1) / nth);   /* a contiguous run */
+    for (int u = u0; u < u1; u++) {
         int c0 = u * d->unit, end = (u + 1) * d->unit < C ? (u + 1) * d->unit : C;
         const float *src[LL_MAX_CONV_K];
         for (int t = 0; t < d->n; t++) {
@@ -61,7 +62,8 @@ void ll_conv_silu(struct llambda_context *c, const float *x, size_t x_stride, co
 }
 
 /* The selective scan of a run of tokens, head by head: each head owns its P state rows and
- * walks the tokens in order. */
+ * walks the tokens in order. Each thread takes a contiguous run of heads, so its state
+ * streams from one place. */
 typedef struct ssm_heads {
     const ll_kernels *kn;
     int P, N, heads_per_group, H, n;
@@ -73,7 +75,8 @@ typedef struct ssm_heads {
 
 static void ssm_heads_task(void *arg, int ith, int nth) {
     const ssm_heads *s = arg;
-    for (int hh = ith; hh < s->H; hh += nth)
+    int h0 = (int)((int64_t)s->H * ith / nth), h1 = (int)((int64_t)s->H * (ith + 1) / nth);   /* a contiguous run */
+    for (int hh = h0; hh < h1; hh++)
         for (int t = 0; t < s->n; t++) {
             const float *x = s->xs + (size_t)t * s->xs_stride, *B = x + s->d_in, *Cm = B + s->GN;
             float *y = s->y + (size_t)t * s->y_stride;
