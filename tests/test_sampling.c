@@ -286,6 +286,64 @@ int main(void) {
         float p7 = 1.0f / (1.0f + expf(-1.9f)), p0 = 1.0f / (1.0f + expf(-3.0f));
         CHECK(fabsf(w[0] - 2.5f * p7 / (p7 + p0)) < 1e-5f, "biased weight %g", w[0]);
     }
+    TEST("experts: the one-pass top-k picks what k passes pick (ties to the lower id, groups, bias, NaN, -inf)") {
+        enum { X = 64 };
+        float lg[X], probs[X], w[16], bias[X], score[X];
+        int32_t sel[16], want[16];
+        uint32_t seed = 12345;
+        int bad = 0, cases = 0;
+        for (int round = 0; round < 400 && !bad; round++) {
+            ll_moe e = {0};
+            e.n_expert = X; e.n_used = 1 + round % 10; e.gating = round % 2 ? LL_MOE_SIGMOID : LL_MOE_SOFTMAX;
+            e.norm_weights = round % 3 == 0;
+            if (round % 4 == 1) { e.n_group = 8; e.n_group_used = 2 + round % 3; }   /* 8 experts a group */
+            for (int i = 0; i < X; i++) {
+                seed = seed * 1664525u + 1013904223u;
+                /* few distinct values, so ties are everywhere */
+                lg[i] = round % 5 == 0 ? (float)((seed >> 20) % 4) : (float)((int)(seed >> 9) % 2000 - 1000) / 300.f;
+                seed = seed * 1664525u + 1013904223u;
+                bias[i] = (float)((seed >> 24) % 3) * 0.25f;
+            }
+            e.sel_bias = round % 7 == 3 ? bias : NULL;
+            if (round % 11 == 5) lg[round % X] = -INFINITY;
+            if (round % 13 == 6) lg[(round * 7) % X] = NAN;   /* the k passes decide; both paths agree by construction */
+            ll_moe_route(&e, lg, 1, probs, sel, w);
+            /* the reference: k passes over the scores the router used */
+            uint64_t allowed = ~0ull;
+            int per = e.n_group > 1 ? X / e.n_group : 0;
+            if (per) {
+                float gs[8];
+                for (int g = 0; g < 8; g++) {
+                    float b1 = -INFINITY, b2 = -INFINITY;
+                    for (int i = g * per; i < (g + 1) * per; i++) {
+                        float v = probs[i] + (e.sel_bias ? e.sel_bias[i] : 0.0f);
+                        if (v > b1) { b2 = b1; b1 = v; } else if (v > b2) b2 = v;
+                    }
+                    gs[g] = b1 + b2;
+                }
+                allowed = 0;
+                for (int k = 0; k < e.n_group_used; k++) {
+                    int bg = -1;
+                    for (int g = 0; g < 8; g++) if (!(allowed >> g & 1) && (bg < 0 || gs[g] > gs[bg])) bg = g;
+                    allowed |= 1ull << bg;
+                }
+            }
+            for (int i = 0; i < X; i++) score[i] = probs[i] + (e.sel_bias ? e.sel_bias[i] : 0.0f);
+            for (int k = 0; k < e.n_used; k++) {
+                int best = -1;
+                for (int i = 0; i < X; i++) {
+                    int taken = 0;
+                    for (int j = 0; j < k; j++) taken |= want[j] == i;
+                    if (taken || (per && !(allowed >> (i / per) & 1))) continue;
+                    if (best < 0 || score[i] > score[best]) best = i;
+                }
+                want[k] = best;
+            }
+            cases++;
+            if (memcmp(sel, want, sizeof(int32_t) * (size_t)e.n_used)) bad = round + 1;
+        }
+        CHECK(!bad, "round %d: the router's picks differ from k passes' (of %d cases)", bad - 1, cases);
+    }
     TEST("chat: <think> reasoning split across arbitrary pieces") {
         const char *pieces[] = {"Hi <thi", "nk>step one", ", step two</th", "i", "nk>The answer", " is <", "b>42</b>", "<think"};
         llambda_reasoning_split rs = {0};
