@@ -3483,17 +3483,31 @@ static inline __attribute__((always_inline)) void hsum16_scaled(const __m512 *v,
     _mm512_storeu_ps(out, _mm512_mul_ps(_mm512_permutexvar_ps(to_key, d), _mm512_set1_ps(scale)));
 }
 
+/* A head group's rows are a short piece of each cache cell (W apart), which the hardware
+ * streams poorly: as a key is scored, fetch the key 16 cells on and this cell's value (the
+ * accumulation reads it after the chunk's softmax). bytes: one row's, a multiple of 64. */
+#define KV_FETCH_AHEAD 16
+static inline __attribute__((always_inline)) void fetch_kv_ahead(const uint16_t *K, const uint16_t *V, int W, int cell,
+                                                                 int ring, int bytes) {
+    const char *k = (const char *)(K + (size_t)((cell + KV_FETCH_AHEAD) % ring) * W), *v = (const char *)(V + (size_t)(cell % ring) * W);
+    for (int b = 0; b < bytes; b += 64) {
+        _mm_prefetch(k + b, _MM_HINT_T0);
+        _mm_prefetch(v + b, _MM_HINT_T0);
+    }
+}
+
 /* The scores of m keys against nh widened queries, 16 keys at a time: each key's lanes as
  * dot_qk_zmm makes them (qk_lanes_zmm, the key widened once for all heads), the
  * horizontal sums sixteen at once. sc rows have room for m rounded up to 16. */
-static inline __attribute__((always_inline)) void qk_scores16_zmm(const uint16_t *K, int W, int first, int ring, int c0,
-                                                                  int m, float (*qf)[512], int nh, const int nz,
-                                                                  float scale, float (*sc)[ATT_CHUNK]) {
+static inline __attribute__((always_inline)) void qk_scores16_zmm(const uint16_t *K, const uint16_t *V, int W, int first,
+                                                                  int ring, int c0, int m, float (*qf)[512], int nh,
+                                                                  const int nz, float scale, float (*sc)[ATT_CHUNK]) {
     for (int j0 = 0; j0 < m; j0 += 16) {
         __m512 part[ATT_MAX_HEADS][16];
         int cnt = m - j0 < 16 ? m - j0 : 16;
         for (int jj = 0; jj < cnt; jj++) {
             const uint16_t *kk = K + (size_t)((first + c0 + j0 + jj) % ring) * W;
+            fetch_kv_ahead(K, V, W, first + c0 + j0 + jj, ring, nz * 32);
             __m512 kz[8];
             #pragma GCC unroll 8
             for (int b = 0; b < nz; b++) kz[b] = load_f16x16(kk + 16 * b);
@@ -3563,8 +3577,8 @@ static void attend_f16(const uint16_t *q16, const uint16_t *K, const uint16_t *V
         int m = n - c0 < ATT_CHUNK ? n - c0 : ATT_CHUNK;
 #ifdef LL_AVX512
         /* the common sizes: each key in registers for all heads, sums sixteen keys at once */
-        if (D == 64) qk_scores16_zmm(K, W, first, ring, c0, m, qf, nh, 4, scale, sc);
-        else if (D == 128) qk_scores16_zmm(K, W, first, ring, c0, m, qf, nh, 8, scale, sc);
+        if (D == 64) qk_scores16_zmm(K, V, W, first, ring, c0, m, qf, nh, 4, scale, sc);
+        else if (D == 128) qk_scores16_zmm(K, V, W, first, ring, c0, m, qf, nh, 8, scale, sc);
 #endif
         for (int j = 0; j < m; j++) {
             const uint16_t *kk = K + (size_t)((first + c0 + j) % ring) * W;
