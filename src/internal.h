@@ -229,6 +229,10 @@ typedef struct ll_kernels {
     void (*swiglu)(float *g, const float *u, int64_t n);
     void (*geglu)(float *g, const float *u, int64_t n);   /* optional: ll_geglu's bits, vectorized */
     void (*relu2)(float *x, int64_t n);   /* optional: ll_relu2's bits, vectorized */
+    /* optional: one head's RoPE (ll_rope's bits): pairs (2i, 2i+1), or (i, i + half) when
+     * neox, turned by cs = [cos_0, sin_0, cos_1, ...]; x0·cos − x1·sin and x0·sin + x1·cos
+     * each fused, the other product rounded first */
+    void (*rope_head)(float *v, int half, int neox, const float *cs);
     /* y[i] = ll_exp_simd(x[i] - sub), every i */
     void (*exp_shifted)(float *y, const float *x, float sub, int64_t n);
     /* y[i] = ll_silu(x[i]) (x / (1 + ll_exp_simd(-x))), every i; y may be x */

@@ -604,6 +604,40 @@ int main(void) {
         ll_relu2(got, N);   /* the dispatched one */
         CHECK(!memcmp(got, want, sizeof got), "ll_relu2 differs from max(x, 0)^2");
     }
+    TEST("kernels: RoPE heads (pairs and neox halves) give the fused scalar bits in every ISA, tails included") {
+        enum { HMAX = 80 };
+        float v0[2 * HMAX], v1[2 * HMAX], want[2 * HMAX], cs[2 * HMAX];
+        const int halves[] = {32, 64, 16, 3, 13, 20, 36};
+        ll_kernels ks[3];
+        int nk = 0, bad = 0;
+#ifdef LL_HAVE_AVX2
+        if (ll_cpu_has_avx2()) ll_kernels_avx2(&ks[nk++]);
+        if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) ll_kernels_avx512(&ks[nk++]);
+#endif
+        for (int hi = 0; hi < 7; hi++)
+            for (int neox = 0; neox < 2; neox++) {
+                int half = halves[hi];
+                for (int i = 0; i < 2 * half; i++) { v0[i] = frand() * 3.f; cs[i] = frand(); }
+                memcpy(want, v0, sizeof v0);
+                for (int i = 0; i < half; i++) {   /* the reference: fmaf (a libm call here), the other product rounded */
+                    int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
+                    float x0 = v0[a], x1 = v0[b];
+                    want[a] = fmaf(x0, cs[2 * i], -(x1 * cs[2 * i + 1]));
+                    want[b] = fmaf(x0, cs[2 * i + 1], x1 * cs[2 * i]);
+                }
+                for (int q = 0; q < nk; q++) {
+                    memcpy(v1, v0, sizeof v0);
+                    ks[q].rope_head(v1, half, neox, cs);
+                    if (memcmp(v1, want, sizeof(float) * 2 * (size_t)half)) { bad = 1; printf("  %s half %d neox %d\n", ks[q].isa, half, neox); }
+                }
+                ll_hparams hp = {0};
+                hp.rope_type = neox ? LL_ROPE_NEOX : LL_ROPE_NORM;
+                memcpy(v1, v0, sizeof v0);
+                ll_rope(&hp, v1, 1, 1, 2 * half, 2 * half, 2 * half, cs);   /* the dispatched path */
+                if (memcmp(v1, want, sizeof(float) * 2 * (size_t)half)) { bad = 1; printf("  ll_rope half %d neox %d\n", half, neox); }
+            }
+        CHECK(!bad, "a RoPE head differs from the fused scalar formula");
+    }
     TEST("kernels: the fused DeltaNet head step gives the bits of decay, dot, axpy, dot") {
         enum { SMAX = 200 };
         static float M0[SMAX * SMAX], M1[SMAX * SMAX], M2[SMAX * SMAX];

@@ -3699,6 +3699,35 @@ static void relu2(float *x, int64_t n) {
     for (; i < n; i++) { float r = x[i] > 0 ? x[i] : 0.0f; x[i] = r * r; }
 }
 
+/* ll_rope's head: adjacent pairs four at a time (x0 and x1 duplicated across each pair,
+ * the pair's cos/sin swapped for x1's product, fmaddsub subtracting in the even lanes and
+ * adding in the odd), neox halves eight at a time (cos and sin unzipped); the tail as the
+ * scalar loop, whose fmaf is what these fused operations compute. */
+static void rope_head(float *v, int half, int neox, const float *cs) {
+    int i = 0;
+    if (neox)
+        for (; i + 8 <= half; i += 8) {
+            __m256 c0 = _mm256_loadu_ps(cs + 2 * i), c1 = _mm256_loadu_ps(cs + 2 * i + 8);
+            __m256 co = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(c0, c1, 0x88)), 0xD8));
+            __m256 si = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(c0, c1, 0xDD)), 0xD8));
+            __m256 x0 = _mm256_loadu_ps(v + i), x1 = _mm256_loadu_ps(v + i + half);
+            _mm256_storeu_ps(v + i, _mm256_fmsub_ps(x0, co, _mm256_mul_ps(x1, si)));
+            _mm256_storeu_ps(v + i + half, _mm256_fmadd_ps(x0, si, _mm256_mul_ps(x1, co)));
+        }
+    else
+        for (; i + 4 <= half; i += 4) {
+            __m256 x = _mm256_loadu_ps(v + 2 * i), c = _mm256_loadu_ps(cs + 2 * i);
+            __m256 t = _mm256_mul_ps(_mm256_movehdup_ps(x), _mm256_permute_ps(c, 0xB1));   /* x1·sin, x1·cos */
+            _mm256_storeu_ps(v + 2 * i, _mm256_fmaddsub_ps(_mm256_moveldup_ps(x), c, t));
+        }
+    for (; i < half; i++) {
+        int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
+        float x0 = v[a], x1 = v[b], co = cs[2 * i], si = cs[2 * i + 1];
+        v[a] = fmaf(x0, co, -(x1 * si));
+        v[b] = fmaf(x0, si, x1 * co);
+    }
+}
+
 /* [8 channels][4 taps] to [4 taps][8 channels]: pairs interleaved within lanes, then the
  * channels put back in order (the unpacks leave them 0 2 4 6 | 1 3 5 7). */
 static inline void taps_4x8(const float *w, __m256 tap[4]) {
@@ -3928,6 +3957,7 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->expf_row = vexp_ok ? expf_row_vec : ll_expf_row_libm;
     k->swiglu = swiglu;
     k->relu2 = relu2;
+    k->rope_head = rope_head;
     k->geglu = geglu;
     k->axpy = axpy;
     k->deltanet_rows = deltanet_rows;
