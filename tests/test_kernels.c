@@ -458,6 +458,24 @@ int main(void) {
                     free(a); free(b);
                 }
             }
+        /* Q8_K's scale is signed by the first element of largest magnitude: ties of either
+         * sign in either order, the maximum in the last lane, an all-zero block, and sums
+         * near the 16-sums' extremes */
+        float t[4 * 256];
+        for (int i = 0; i < 4 * 256; i++) t[i] = frand() * 20.f;
+        t[200] = -50.f; t[210] = 50.f;              /* block 0: the negative one first */
+        t[256 + 5] = 50.f; t[256 + 6] = -50.f;      /* block 1: the positive one first */
+        for (int i = 0; i < 256; i++) t[512 + i] = i < 128 ? -0.0f : 0.0f;   /* block 2: zeros */
+        for (int i = 0; i < 256; i++) t[768 + i] = i < 64 ? -30.f : 10.f;   /* block 3: clamped runs, max last */
+        t[1023] = 60.f;
+        for (int v = 0; v < nk; v++) {
+            size_t bytes = ll_act_row_bytes(LLAMBDA_TYPE_Q8_K, 1024);
+            uint8_t *a = calloc(1, bytes), *b = calloc(1, bytes);
+            scalar.from_float[LLAMBDA_TYPE_Q8_K](t, a, 1024);
+            kk[v].from_float[LLAMBDA_TYPE_Q8_K](t, b, 1024);
+            CHECK(!memcmp(a, b, bytes), "%s: Q8_K conversion of tied maxima, zeros or a last-lane maximum differs from scalar", kk[v].isa);
+            free(a); free(b);
+        }
 #else
         (void)x;   /* no other kernel set to compare on this CPU */
 #endif

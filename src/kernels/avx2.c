@@ -3207,7 +3207,11 @@ static void quantize_row_q8_K(const float *x, void *dst, int64_t n) {
         float amax = _mm_cvtss_f32(m);
         if (amax == 0) { memset(&y[i], 0, sizeof y[i]); continue; }
         float max = 0;
-        for (int k = 0; k < QK_K; k++) if (fabsf(x[k]) == amax) { max = x[k]; break; }
+        const __m256 vamax = _mm256_set1_ps(amax);
+        for (int k = 0; k < QK_K; k += 8) {   /* the first lane at the maximum, eight at a time */
+            int hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + k)), vamax, _CMP_EQ_OQ));
+            if (hit) { max = x[k + __builtin_ctz((unsigned)hit)]; break; }
+        }
         float iscale = -127.f / max;
         __m256 vs = _mm256_set1_ps(iscale);
         __m256i lim = _mm256_set1_epi32(127);
@@ -3219,14 +3223,15 @@ static void quantize_row_q8_K(const float *x, void *dst, int64_t n) {
             p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
             _mm256_storeu_si256((__m256i *)(y[i].qs + k), p);
         }
-        for (int g = 0; g < 16; g++) {
-            __m128i v = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(y[i].qs + 16 * g)));
-            __m128i w = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(y[i].qs + 16 * g + 8)));
-            __m128i t = _mm_add_epi16(v, w);
-            t = _mm_add_epi16(t, _mm_srli_si128(t, 8));
-            t = _mm_add_epi16(t, _mm_srli_si128(t, 4));
-            t = _mm_add_epi16(t, _mm_srli_si128(t, 2));
-            y[i].bsums[g] = (int16_t)_mm_extract_epi16(t, 0);
+        /* the 16-sums: bytes offset by 128 to unsigned, summed in eights (sad), two eights a
+         * group, less 16·128 */
+        const __m256i bias = _mm256_set1_epi8((char)0x80);
+        for (int k = 0; k < QK_K; k += 32) {
+            __m256i sad = _mm256_sad_epu8(_mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(y[i].qs + k)), bias),
+                                          _mm256_setzero_si256());
+            __m256i t = _mm256_add_epi64(sad, _mm256_srli_si256(sad, 8));
+            y[i].bsums[k / 16] = (int16_t)(_mm256_extract_epi16(t, 0) - 2048);
+            y[i].bsums[k / 16 + 1] = (int16_t)(_mm256_extract_epi16(t, 8) - 2048);
         }
         y[i].d = 1 / iscale;
     }
