@@ -274,6 +274,7 @@ void ll_deltanet(struct llambda_context *c, const ll_layer *Y, int layer, const 
 llambda_status ll_bind3(llambda_model *m, ll_weight *w, int required, int64_t ne0, int64_t ne1, int64_t ne2, const char *fmt, ...) LL_PRINTF(7, 8);
 void ll_swiglu(float *g, const float *u, int64_t n);   /* one row */
 void ll_relu2(float *x, int64_t n);                    /* x = max(x, 0)², NaN to 0 */
+void ll_sigmoid_row(float *y, const float *x, int64_t n);   /* y = ll_sigmoid(x), y may be x */
 void ll_add(float *y, const float *x, int64_t n);
 /* Row-wise steps over n tokens of a prompt, on every pool thread from 32 tokens up (each
  * token alone: the same bits as the one-token calls): fn(arg, t0, t1) for shares of [0, n). */

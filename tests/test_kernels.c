@@ -622,6 +622,26 @@ int main(void) {
         ll_relu2(got, N);   /* the dispatched one */
         CHECK(!memcmp(got, want, sizeof got), "ll_relu2 differs from max(x, 0)^2");
     }
+    TEST("kernels: the sigmoid row gives ll_sigmoid's bits (chunks, tails, extremes, NaN, in place)") {
+        enum { N = 611 };
+        float x[N], y[N];
+        for (int i = 0; i < N; i++) x[i] = frand() * (i % 9 == 0 ? 120.f : 9.f);
+        x[0] = 0.0f; x[1] = -0.0f; x[2] = INFINITY; x[3] = -INFINITY; x[4] = NAN; x[5] = 88.8f; x[6] = -104.f; x[300] = 1e-30f;
+        ll_sigmoid_row(y, x, N);
+        int bad = -1;
+        for (int i = 0; i < N && bad < 0; i++) {
+            float w = ll_sigmoid(x[i]);
+            if (memcmp(&w, &y[i], 4) && !(isnan(w) && isnan(y[i]))) bad = i;
+        }
+        CHECK(bad < 0, "ll_sigmoid_row differs from ll_sigmoid at %d (x %g)", bad, bad < 0 ? 0.0 : (double)x[bad]);
+        memcpy(y, x, sizeof y);
+        ll_sigmoid_row(y, y, 257);   /* in place, one chunk and one more */
+        for (int i = 0; i < 257 && bad < 0; i++) {
+            float w = ll_sigmoid(x[i]);
+            if (memcmp(&w, &y[i], 4) && !(isnan(w) && isnan(y[i]))) bad = i;
+        }
+        CHECK(bad < 0 && !memcmp(y + 257, x + 257, sizeof(float) * (N - 257)), "in place: differs at %d or past the end", bad);
+    }
     TEST("kernels: RoPE heads (pairs and neox halves) give the fused scalar bits in every ISA, tails included") {
         enum { HMAX = 80 };
         float v0[2 * HMAX], v1[2 * HMAX], want[2 * HMAX], cs[2 * HMAX];

@@ -156,7 +156,8 @@ static void attention_block(struct llambda_context *c, const ll_layer *Y, int l,
     ll_rope(h, c->k, n, h->n_head_kv, D, kvd, h->n_rot, c->rope_cs);
     ll_kv_store(c, l, c->k, c->v, n, pos);
     ll_attention(c, l, c->q, n, pos, c->att);
-    for (size_t i = 0; i < (size_t)n * qd; i++) c->att[i] *= ll_sigmoid(gate[i]);
+    ll_sigmoid_row(gate, gate, (int64_t)n * qd);
+    for (size_t i = 0; i < (size_t)n * qd; i++) c->att[i] *= gate[i];
     ll_matmul(c, &Y->wo, c->att, n, c->xb2);
 }
 

@@ -57,7 +57,7 @@ void ll_moe_route(const ll_moe *e, const float *logits, int n, float *probs, int
     for (int t = 0; t < n; t++) {
         const float *lg = logits + (size_t)t * X;
         float *p = probs + (size_t)t * X;
-        if (e->gating == LL_MOE_SIGMOID) for (int i = 0; i < X; i++) p[i] = ll_sigmoid(lg[i]);
+        if (e->gating == LL_MOE_SIGMOID) ll_sigmoid_row(p, lg, X);
         else softmax_ggml(p, lg, X);
         int32_t *st = sel + (size_t)t * K;
         float *wt = w + (size_t)t * K;
