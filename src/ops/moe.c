@@ -51,6 +51,23 @@ static int top_k_one_pass(const float *p, const float *bias, int X, int K, uint6
     return n == K;
 }
 
+/* The same selection in k passes, each taking the best expert not yet taken (the first of
+ * equals): what decides when top_k_one_pass declines. */
+static void top_k_passes(const float *p, const float *bias, int X, int K, uint64_t allowed, int per, int32_t *st) {
+    for (int k = 0; k < K; k++) {
+        int best = -1;
+        float bv = -INFINITY;
+        for (int i = 0; i < X; i++) {
+            int taken = 0;
+            for (int j = 0; j < k; j++) taken |= st[j] == i;
+            if (taken || (per && !(allowed >> (i / per) & 1))) continue;
+            float v = p[i] + (bias ? bias[i] : 0.0f);
+            if (best < 0 || v > bv) { best = i; bv = v; }
+        }
+        st[k] = best;
+    }
+}
+
 /* Choose and weight the experts of n tokens from router logits [n][X]. */
 void ll_moe_route(const ll_moe *e, const float *logits, int n, float *probs, int32_t *sel, float *w) {
     int X = e->n_expert, K = e->n_used;
@@ -64,8 +81,8 @@ void ll_moe_route(const ll_moe *e, const float *logits, int n, float *probs, int
         /* group-limited routing: score each group of consecutive experts by the sum of its
          * two best selection scores, keep the best n_group_used groups, mask the rest */
         uint64_t allowed = ~0ull;
+        int per = e->n_group > 1 ? X / e->n_group : 0;   /* experts a group */
         if (e->n_group > 1) {
-            int per = X / e->n_group;
             float gs[64];
             for (int g = 0; g < e->n_group; g++) {
                 float b1 = -INFINITY, b2 = -INFINITY;
@@ -83,23 +100,8 @@ void ll_moe_route(const ll_moe *e, const float *logits, int n, float *probs, int
                 allowed |= 1ull << bg;
             }
         }
-        if (top_k_one_pass(p, e->sel_bias, X, K, allowed, e->n_group > 1 ? X / e->n_group : 0, st)) {
-            for (int k = 0; k < K; k++) wt[k] = p[st[k]];
-        } else   /* a NaN score, or fewer choices than K: the selection loop's own answer */
-        for (int k = 0; k < K; k++) {
-            int best = -1;
-            float bv = -INFINITY;
-            for (int i = 0; i < X; i++) {
-                int taken = 0;
-                for (int j = 0; j < k; j++) taken |= st[j] == i;
-                if (taken) continue;
-                if (e->n_group > 1 && !(allowed >> (i / (X / e->n_group)) & 1)) continue;
-                float v = p[i] + (e->sel_bias ? e->sel_bias[i] : 0.0f);
-                if (best < 0 || v > bv) { best = i; bv = v; }
-            }
-            st[k] = best;
-            wt[k] = p[best];
-        }
+        if (!top_k_one_pass(p, e->sel_bias, X, K, allowed, per, st)) top_k_passes(p, e->sel_bias, X, K, allowed, per, st);
+        for (int k = 0; k < K; k++) wt[k] = p[st[k]];
         if (e->norm_weights) {
             double s = 0;
             for (int k = 0; k < K; k++) s += (double)wt[k];
