@@ -471,18 +471,27 @@ static uint64_t load_len(const uint8_t *p, int len_size) {
     uint64_t x; memcpy(&x, p, 8); return x;
 }
 
-/* Offset of element i of a string/nested array from v->data (walks when unindexed). */
+/* Bytes of the nested array encoded at p (element type, count, elements), each byte
+ * visited once; validated at open, so decoded without checks. */
+static uint64_t nested_bytes(const uint8_t *p, int ls) {
+    int32_t et;
+    memcpy(&et, p, 4);
+    uint64_t n = load_len(p + 4, ls), off = 4 + (uint64_t)ls;
+    if (vtype_size[et]) return off + n * (uint64_t)vtype_size[et];
+    for (uint64_t k = 0; k < n; k++)
+        off += et == LLAMBDA_GGUF_STRING ? (uint64_t)ls + load_len(p + off, ls) : nested_bytes(p + off, ls);
+    return off;
+}
+
+/* Offset of element i of a string/nested array from v->data (walks when unindexed, once:
+ * sizing each element by asking for it again made nested arrays of arrays cost a power of
+ * their length, and a fuzzed 64 KiB file ran for minutes). */
 static uint64_t elem_offset(const llambda_gguf_value *v, uint64_t i) {
     if (v->index) return v->index[i];
     uint64_t off = 0;
-    for (uint64_t k = 0; k < i; k++) {
-        if (v->elem_type == LLAMBDA_GGUF_STRING) {
-            off += (uint64_t)v->len_size + load_len(v->data + off, v->len_size);
-        } else {
-            llambda_gguf_value sub = llambda_gguf_arr_value(v, k);
-            off = (uint64_t)(sub.raw - v->data) + sub.raw_bytes;
-        }
-    }
+    for (uint64_t k = 0; k < i; k++)
+        off += v->elem_type == LLAMBDA_GGUF_STRING ? (uint64_t)v->len_size + load_len(v->data + off, v->len_size)
+                                                   : nested_bytes(v->data + off, v->len_size);
     return off;
 }
 
@@ -514,19 +523,7 @@ llambda_gguf_value llambda_gguf_arr_value(const llambda_gguf_value *v, uint64_t 
     r.count = load_len(p + 4, ls);
     r.elem_type = et;
     r.data = p + 4 + ls;
-    uint64_t bytes;
-    if (vtype_size[et]) bytes = r.count * (uint64_t)vtype_size[et];
-    else {
-        llambda_gguf_value tmp = r;
-        bytes = 0;
-        if (r.count) {
-            /* walk to the end of the last element */
-            uint64_t last = elem_offset(&tmp, r.count - 1);
-            if (et == LLAMBDA_GGUF_STRING) bytes = last + (uint64_t)ls + load_len(r.data + last, ls);
-            else { llambda_gguf_value sub = llambda_gguf_arr_value(&tmp, r.count - 1); bytes = (uint64_t)(sub.raw - r.data) + sub.raw_bytes; }
-        }
-    }
-    r.raw_bytes = 4 + (uint64_t)ls + bytes;
+    r.raw_bytes = nested_bytes(p, ls);
     return r;
 }
 

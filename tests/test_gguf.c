@@ -133,6 +133,57 @@ static void test_fixtures_open(void) {
     }
 }
 
+/* An array of W arrays of W arrays of W string arrays (3 strings each): every element found
+ * where it is, each one's raw bytes ending where the next begins. Sizing an element by
+ * walking to it again, as the reader once did, made this (and a fuzzed file) take minutes. */
+static void nested_level(buf *b, int depth, int W, int *label) {
+    if (depth == 3) {
+        i32(b, LLAMBDA_GGUF_STRING); u64(b, 3);
+        for (int m = 0; m < 3; m++) { char t[16]; snprintf(t, sizeof t, "s%d", (*label)++); str(b, t); }
+        return;
+    }
+    i32(b, LLAMBDA_GGUF_ARRAY); u64(b, (uint64_t)W);
+    for (int k = 0; k < W; k++) nested_level(b, depth + 1, W, label);
+}
+
+static void test_nested_wide(void) {
+    enum { W = 24 };
+    buf b = {0};
+    put(&b, "GGUF", 4); u32(&b, 3); u64(&b, 0); u64(&b, 1);
+    str(&b, "deep"); i32(&b, LLAMBDA_GGUF_ARRAY);
+    int label = 0;
+    nested_level(&b, 0, W, &label);
+    llambda_gguf *g = llambda_gguf_open_memory(b.p, b.n);
+    CHECK(g != NULL, "open: %s", llambda_last_error());
+    if (!g) { free(b.p); return; }
+    const llambda_gguf_value *top = llambda_gguf_get(g, "deep");
+    int bad = 0, want = 0;
+    for (uint64_t i = 0; top && i < W && !bad; i++) {
+        llambda_gguf_value a = llambda_gguf_arr_value(top, i);
+        if (i + 1 < W && a.raw + a.raw_bytes != llambda_gguf_arr_value(top, i + 1).raw) bad = 1;
+        for (uint64_t j = 0; j < W && !bad; j++) {
+            llambda_gguf_value c = llambda_gguf_arr_value(&a, j);
+            if (j + 1 < W && c.raw + c.raw_bytes != llambda_gguf_arr_value(&a, j + 1).raw) bad = 2;
+            for (uint64_t k = 0; k < W && !bad; k++) {
+                llambda_gguf_value d = llambda_gguf_arr_value(&c, k);
+                for (uint64_t m = 0; m < 3 && !bad; m++) {
+                    char t[16];
+                    snprintf(t, sizeof t, "s%d", want++);
+                    llambda_gguf_str sv = llambda_gguf_arr_str(&d, m);
+                    if (d.count != 3 || sv.len != strlen(t) || memcmp(sv.ptr, t, sv.len)) bad = 3;
+                }
+            }
+        }
+    }
+    CHECK(top && top->count == W && !bad && want == label, "nested walk: check %d failed at string %d of %d", bad, want, label);
+    if (top) {
+        llambda_gguf_value last = llambda_gguf_arr_value(top, W - 1);
+        CHECK(last.raw + last.raw_bytes == b.p + b.n, "the last element does not end where the file does");
+    }
+    llambda_gguf_close(g);
+    free(b.p);
+}
+
 static void test_writer_roundtrip(void) {
     llambda_gguf_writer *w = llambda_gguf_writer_new();
     llambda_gguf_writer_set_alignment(w, 64);
@@ -241,6 +292,7 @@ static void test_corpus(void) {
 int main(void) {
     TEST("gguf: the malformed corpus is rejected, the good seeds open") test_corpus();
     TEST("gguf: every fixture opens with the expected tensors") test_fixtures_open();
+    TEST("gguf: arrays nested four deep and wide are read element by element (contents, sizes, in linear time)") test_nested_wide();
     TEST("gguf: writer round trip of every value type, nested arrays, alignment") test_writer_roundtrip();
     TEST("gguf: hostile headers fail with a message naming the problem") test_hostile();
     TEST("gguf: a fixture truncated at every header offset is rejected") test_truncation();
