@@ -279,6 +279,19 @@ static void test_decode_plan(void) {
     llambda_model_free(m);
 }
 
+/* The vector kernel sets this CPU has (none off x86), each over the scalar table as the
+ * dispatcher builds them; returns how many. */
+static int vector_sets(ll_kernels sets[2]) {
+    int n = 0;
+#ifdef LL_HAVE_AVX2
+    if (ll_cpu_has_avx2()) { ll_kernels_scalar(&sets[n]); ll_kernels_avx2(&sets[n++]); }
+    if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) { ll_kernels_scalar(&sets[n]); ll_kernels_avx512(&sets[n++]); }
+#else
+    (void)sets;
+#endif
+    return n;
+}
+
 int main(void) {
     ll_kernels scalar, active;
     ll_kernels_scalar(&scalar);
@@ -352,13 +365,8 @@ int main(void) {
             printf("  this CPU has no AVX512_BF16: the lane is checked against the kernels only\n");
 #endif
         /* every kernel set this CPU has, against the scalar bits, in ordinary and tiny ranges */
-        ll_kernels sets[3];
-        int ns = 0;
-        sets[ns++] = scalar;
-#ifdef LL_HAVE_AVX2
-        if (ll_cpu_has_avx2()) { sets[ns] = scalar; ll_kernels_avx2(&sets[ns++]); }
-        if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) { sets[ns] = scalar; ll_kernels_avx512(&sets[ns++]); }
-#endif
+        ll_kernels sets[3] = {scalar};
+        int ns = 1 + vector_sets(sets + 1);
         const int ranges[][2] = {{100, 150}, {0, 10}, {56, 66}, {0, 254}};
         for (int v = 0; v < ns; v++)
             for (int ri = 0; ri < 4; ri++) compare_bf16_range(&scalar, &sets[v], ranges[ri][0], ranges[ri][1]);
@@ -379,16 +387,11 @@ int main(void) {
     TEST("kernels: every ISA's expf gives the C library's bits (a sweep of all floats)") {
         enum { N = 4096 };
         static float x[N], want[N], got[N];
-        ll_kernels kk[3];
-        int nk = 0;
-        kk[nk++] = scalar;
-#ifdef LL_HAVE_AVX2
-        if (ll_cpu_has_avx2()) { kk[nk] = scalar; ll_kernels_avx2(&kk[nk++]); }
-        if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) { kk[nk] = scalar; ll_kernels_avx512(&kk[nk++]); }
-#if defined(__GLIBC__)
+        ll_kernels kk[3] = {scalar};
+        int nk = 1 + vector_sets(kk + 1);
+#if defined(LL_HAVE_AVX2) && defined(__GLIBC__)
         for (int v = 1; v < nk; v++)   /* this libm is the one the vector path follows: it must be on */
             CHECK(kk[v].expf_row != ll_expf_row_libm, "%s: vector expf disabled by its start-up check", kk[v].isa);
-#endif
 #endif
         long bad = 0, total = 0;
         for (uint64_t b0 = 0; b0 < (1ull << 32); b0 += (uint64_t)N * 997) {
@@ -415,9 +418,7 @@ int main(void) {
 #ifdef LL_HAVE_AVX2
         float got[N];
         ll_kernels kk[2];
-        int nk = 0;
-        if (ll_cpu_has_avx2()) ll_kernels_avx2(&kk[nk++]);
-        if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) ll_kernels_avx512(&kk[nk++]);
+        int nk = vector_sets(kk);
         for (int v = 0; v < nk; v++) {
             memcpy(got, g, sizeof g);
             kk[v].swiglu(got, u, N);
@@ -435,9 +436,7 @@ int main(void) {
         x[14] = 1.f + 1.f / 256.f; x[15] = -(1.f + 3.f / 256.f); x[16] = 3.3961e38f;   /* bf16 ties; rounds up to infinity */
 #ifdef LL_HAVE_AVX2
         ll_kernels kk[2];
-        int nk = 0;
-        if (ll_cpu_has_avx2()) { kk[nk] = scalar; ll_kernels_avx2(&kk[nk++]); }
-        if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) { kk[nk] = scalar; ll_kernels_avx512(&kk[nk++]); }
+        int nk = vector_sets(kk);
         const int types[] = {LLAMBDA_TYPE_F16, LL_ACT_F16_AS_F32, LLAMBDA_TYPE_BF16, LLAMBDA_TYPE_Q8_0, LLAMBDA_TYPE_Q8_K};
         const char *names[] = {"f16", "f16 held as f32", "bf16", "Q8_0", "Q8_K"};
         for (int v = 0; v < nk; v++)
@@ -547,11 +546,7 @@ int main(void) {
             CHECK(!memcmp(&e, y0, 4) && !memcmp(&si, y1, 4), "scalar exp/silu differ from ll_exp_simd at %d", i);
         }
         ll_kernels ks[2];
-        int nk = 0;
-#ifdef LL_HAVE_AVX2
-        if (ll_cpu_has_avx2()) ll_kernels_avx2(&ks[nk++]);
-        if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) ll_kernels_avx512(&ks[nk++]);
-#endif
+        int nk = vector_sets(ks);
         for (int q = 0; q < nk; q++)
             for (int n = 1; n <= N; n += 29) {   /* lengths with and without a tail */
                 scalar.exp_shifted(y0, x, 0.5f, n);
@@ -579,11 +574,7 @@ int main(void) {
         CHECK(isnan(ll_exp_simd(NAN)) && isnan(ll_exp_simd(-NAN)), "ll_exp_simd(NaN) is not NaN");
         CHECK(ll_exp_simd(INFINITY) == INFINITY && ll_exp_simd(-INFINITY) == 0.0f, "ll_exp_simd(+-inf) is not inf, 0");
         ll_kernels ks[3] = {scalar};
-        int nk = 1;
-#ifdef LL_HAVE_AVX2
-        if (ll_cpu_has_avx2()) ll_kernels_avx2(&ks[nk++]);
-        if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) ll_kernels_avx512(&ks[nk++]);
-#endif
+        int nk = 1 + vector_sets(ks + 1);
         for (int q = 0; q < nk; q++) {
             ks[q].exp_shifted(y, x, 0.5f, N);
             CHECK(isnan(y[3]) && isnan(y[17]) && isnan(y[36]) && y[20] == INFINITY && y[33] == 0.0f, "%s exp_shifted: NaN or inf mishandled", ks[q].isa);
@@ -605,11 +596,7 @@ int main(void) {
         CHECK(want[1] == 0 && !signbit(want[5]) && want[9] == INFINITY && want[10] == 0 && want[12] == 0 && want[14] > 0,
               "the reference squared ReLU is off");
         ll_kernels ks[3] = {scalar};
-        int nk = 1;
-#ifdef LL_HAVE_AVX2
-        if (ll_cpu_has_avx2()) ll_kernels_avx2(&ks[nk++]);
-        if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) ll_kernels_avx512(&ks[nk++]);
-#endif
+        int nk = 1 + vector_sets(ks + 1);
         for (int q = 0; q < nk; q++)
             for (int n = 0; n <= N; n += 11) {   /* with and without a tail */
                 memcpy(got, x, sizeof got);
@@ -646,12 +633,8 @@ int main(void) {
         enum { HMAX = 80 };
         float v0[2 * HMAX], v1[2 * HMAX], want[2 * HMAX], cs[2 * HMAX];
         const int halves[] = {32, 64, 16, 3, 13, 20, 36};
-        ll_kernels ks[3];
-        int nk = 0, bad = 0;
-#ifdef LL_HAVE_AVX2
-        if (ll_cpu_has_avx2()) ll_kernels_avx2(&ks[nk++]);
-        if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) ll_kernels_avx512(&ks[nk++]);
-#endif
+        ll_kernels ks[2];
+        int nk = vector_sets(ks), bad = 0;
         for (int hi = 0; hi < 7; hi++)
             for (int neox = 0; neox < 2; neox++) {
                 int half = halves[hi];
@@ -742,9 +725,7 @@ int main(void) {
 #ifdef LL_HAVE_AVX2
                     static float got[4 * 512];
                     ll_kernels kk[2];
-                    int nk = 0;
-                    if (ll_cpu_has_avx2()) { kk[nk] = scalar; ll_kernels_avx2(&kk[nk++]); }
-                    if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) { kk[nk] = scalar; ll_kernels_avx512(&kk[nk++]); }
+                    int nk = vector_sets(kk);
                     for (int v = 0; v < nk; v++) {
                         kk[v].attend_f16(q16, K + D, V + D, W, D, nh, first, n, RING, 0.125f, acc16, got);
                         bad += memcmp(got, want, sizeof(float) * (size_t)(nh * D)) != 0;
