@@ -297,6 +297,7 @@ static inline float ll_exp_simd_inline(float x) {
 static inline float ll_silu_inline(float x) { return x / (1.0f + ll_exp_simd_inline(-x)); }
 void ll_swiglu_scalar(float *g, const float *u, int64_t n);
 void ll_geglu_scalar(float *g, const float *u, int64_t n);
+void ll_relu2_scalar(float *x, int64_t n);
 const uint16_t *ll_gelu_table(void);   /* f16(gelu(x)) for every binary16 x */
 
 /* quantize helpers used by from_float */

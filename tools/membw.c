@@ -14,7 +14,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-
 static inline void relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();

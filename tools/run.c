@@ -15,7 +15,6 @@ typedef struct opts {
     cli_accel accel;
 } opts;
 
-
 static const char *default_model(const char *argv0) {
     static char path[4096];
     const char *env = getenv("LLAMBDA_MODEL");

@@ -3694,14 +3694,14 @@ static void silu(float *y, const float *x, int64_t n) {
 }
 
 /* ll_relu2: max(x, 0) returns its second operand for a NaN or a zero of either sign, so
- * x > 0 ? x : 0 exactly; then the same square. */
+ * x > 0 ? x : 0 exactly; then the same square. The tail as ll_relu2_scalar takes it. */
 static void relu2(float *x, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
         __m256 r = _mm256_max_ps(_mm256_loadu_ps(x + i), _mm256_setzero_ps());
         _mm256_storeu_ps(x + i, _mm256_mul_ps(r, r));
     }
-    for (; i < n; i++) { float r = x[i] > 0 ? x[i] : 0.0f; x[i] = r * r; }
+    ll_relu2_scalar(x + i, n - i);
 }
 
 /* ll_rope's head: adjacent pairs four at a time (x0 and x1 duplicated across each pair,
@@ -3804,14 +3804,14 @@ static void axpy(float *y, const float *x, float a, int64_t n) {
 /* scalar.c's deltanet_rows with dot_f32's accumulators and axpy's fused multiply-add:
  * pass 1 decays the row and reads it against k, pass 2 updates it and reads it against q
  * (the row is still in L1). Tails past the last 64 as dot_f32 and axpy take them. */
-#define DELTANET_ROWS_AHEAD 4   /* rows fetched ahead: the memory is cold, one token after its last use */
+#define STATE_ROWS_AHEAD 4   /* recurrent state rows fetched ahead: cold, one token after their last use */
 static void deltanet_rows(float *M, const float *k, const float *q, const float *v, float decay, float beta, float scale,
                           float *o, int S) {
     const __m256 vdecay = _mm256_set1_ps(decay);
     int n64 = S & ~63;
     for (int j = 0; j < S; j++) {
         float *row = M + (size_t)j * S;
-        for (int i = 0; i < S; i += 16) _mm_prefetch((const char *)(row + (size_t)DELTANET_ROWS_AHEAD * S + i), _MM_HINT_T0);
+        for (int i = 0; i < S; i += 16) _mm_prefetch((const char *)(row + (size_t)STATE_ROWS_AHEAD * S + i), _MM_HINT_T0);
         __m256 lo[4], hi[4];
         for (int c = 0; c < 4; c++) lo[c] = hi[c] = _mm256_setzero_ps();
         for (int i = 0; i < n64; i += 64)
@@ -3847,7 +3847,7 @@ static void deltanet_rows(float *M, const float *k, const float *q, const float 
 
 static float ssm_scan(float *st, const float *B, const float *C, float dA, float xdt, int n) {
     /* the next rows of a head's state follow this one: fetch ahead, as deltanet_rows does */
-    for (int i = 0; i < n; i += 16) _mm_prefetch((const char *)(st + (size_t)DELTANET_ROWS_AHEAD * n + i), _MM_HINT_T0);
+    for (int i = 0; i < n; i += 16) _mm_prefetch((const char *)(st + (size_t)STATE_ROWS_AHEAD * n + i), _MM_HINT_T0);
     __m256 lo[4], hi[4], vdA = _mm256_set1_ps(dA), vx = _mm256_set1_ps(xdt);
     for (int j = 0; j < 4; j++) lo[j] = hi[j] = _mm256_setzero_ps();
     int np = n & ~63, i = 0;

@@ -30,6 +30,10 @@ void ll_swiglu_scalar(float *g, const float *u, int64_t n) {
 void ll_relu2(float *x, int64_t n) {
     const ll_kernels *k = ll_kernels_get();
     if (k->relu2) { k->relu2(x, n); return; }
+    ll_relu2_scalar(x, n);
+}
+
+void ll_relu2_scalar(float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) { float r = x[i] > 0 ? x[i] : 0.0f; x[i] = r * r; }
 }
 
