@@ -266,6 +266,7 @@ static BF16_TARGET void dot_bf16_dp(int64_t n, float *s, const void *w, const vo
 static BF16_TARGET void dot_bf16_x8(int64_t n, float *out, const void *w, size_t stride, const void *x) {
     const uint16_t *b = x;
     __m512 c[8][2];
+    #pragma GCC unroll 8
     for (int r = 0; r < 8; r++) c[r][0] = c[r][1] = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 64 <= n; i += 64) {
@@ -331,7 +332,9 @@ static void dot_f16_x8(int64_t n, float *out, const void *w, size_t stride, cons
     const int64_t full = n / 64 * 64;
     for (int r0 = 0; r0 < 8; r0 += 4) {
         __m512 c[4][4];
+        #pragma GCC unroll 4
         for (int r = 0; r < 4; r++)
+            #pragma GCC unroll 4
             for (int j = 0; j < 4; j++) c[r][j] = _mm512_setzero_ps();
         const uint16_t *a[4];
         for (int r = 0; r < 4; r++) a[r] = (const uint16_t *)((const uint8_t *)w + (size_t)(r0 + r) * stride);
@@ -436,7 +439,9 @@ static inline __attribute__((always_inline)) void gemm_tile(int T, int64_t n, fl
     float part[4][GEMM_R][GEMM_T][16] __attribute__((aligned(64)));   /* stored explicitly, as in the F16 tiles below */
     for (int j = 0; j < 4; j++) {
         __m512 acc[GEMM_R][GEMM_T];
+        #pragma GCC unroll 4
         for (int r = 0; r < GEMM_R; r++)
+            #pragma GCC unroll 6
             for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
         for (int64_t i = 16 * j; i < nfull; i += 64) {
             __m512 wv[GEMM_R];
@@ -561,7 +566,9 @@ static inline __attribute__((always_inline)) void pass_tile_f16(int R, int T, in
     float part[4][LL_GEMM_ROWS][PASS_T][16] __attribute__((aligned(64)));
     for (int j = 0; j < 4; j++) {
         __m512 acc[LL_GEMM_ROWS][PASS_T];
+        #pragma GCC unroll 6
         for (int r = 0; r < R; r++)
+            #pragma GCC unroll 4
             for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
         for (int64_t i = j * P; i < (j + 1) * P; i += 16) {
             __m512 wv[LL_GEMM_ROWS];
@@ -599,7 +606,9 @@ static inline __attribute__((always_inline)) BF16_TARGET void pass_tile_bf16(int
     float part[2][LL_GEMM_ROWS][PASS_T][16] __attribute__((aligned(64)));
     for (int j = 0; j < 2; j++) {
         __m512 acc[LL_GEMM_ROWS][PASS_T];
+        #pragma GCC unroll 6
         for (int r = 0; r < R; r++)
+            #pragma GCC unroll 4
             for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
         for (int64_t i = j * P; i < (j + 1) * P; i += 32) {
             __m512bh wv[LL_GEMM_ROWS];
@@ -2192,6 +2201,7 @@ static inline __attribute__((always_inline)) void q6_K_r8_tile(int64_t n, float 
         for (int t = 0; t < T; t++) {
             y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
             d[t] = _mm256_mul_ps(_mm256_set1_ps(y[t]->d), xd);
+            #pragma GCC unroll 4
             for (int q = 0; q < 4; q++)
                 nofs[t][q] = _mm512_sub_epi32(_mm512_setzero_si512(),
                                               _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(32), _mm512_loadu_si512(y[t]->qs + 64 * q)));
@@ -2564,7 +2574,9 @@ static void q8_0_packed_x8_t4(int64_t n, float *out, size_t out_stride, const ui
     const block_q8_0 *y[4];
     for (int t = 0; t < 4; t++) y[t] = (const block_q8_0 *)((const uint8_t *)x + (size_t)t * x_stride);
     __m512 acc[4][4];
+    #pragma GCC unroll 4
     for (int p = 0; p < 4; p++)
+        #pragma GCC unroll 4
         for (int t = 0; t < 4; t++) acc[p][t] = _mm512_setzero_ps();
     for (int64_t i = 0; i < nb; i++, qs += Q8_0_X8_BYTES) {
         const uint16_t *d = (const uint16_t *)(qs + Q8_0_X8_QS);
@@ -2903,6 +2915,7 @@ static void q5_K_packed_tile_x1(int64_t n, float *out, const block_q5_K_x8 *p, c
         __m512 d2 = dup_halves(d);
         __m256 xdmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->dmin));
         __m512i scp[4], yl[4], yh[4];
+        #pragma GCC unroll 4
         for (int j = 0; j < 4; j++) {
             scp[j] = _mm512_broadcast_i64x4(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p->sc[j])));
             yl[j] = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(y->qs + 64 * j)));
