@@ -179,7 +179,7 @@ static inline int64_t ll_pass_index(int64_t k, int64_t n, int n_pass) {
  * next: the kernel fetches them into cache a slice at a time while it computes. */
 typedef void (*ll_gemm_fn)(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, int n_rows,
                            const void *x, size_t x_stride, int n_tok, void *scratch, const void *next, size_t next_bytes);
-#define LL_GEMM_ROWS 6   /* weight rows a prompt kernel reorders into its scratch at a time */
+#define LL_GEMM_ROWS 12  /* a prompt kernel reorders a multiple of this many weight rows into its scratch (whole 6- or 4-row tiles) */
 #define LL_GEMM_BLOCK_BYTES (192 * 1024)   /* reordered weight rows a prompt kernel keeps (L2) */
 /* A reordered row's stride in elements: n rounded up to 32 (bytes a multiple of 64) */
 static inline int64_t ll_gemm_row_stride(int64_t n) { return (n + 31) & ~(int64_t)31; }

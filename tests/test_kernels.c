@@ -91,9 +91,10 @@ static void compare_gemm(const ll_kernels *ref, const ll_kernels *k, int type) {
     if (!k->gemm[type]) return;
     const llambda_type_traits *t = llambda_type_get(type);
     int vdt = ll_vec_dot_type(type), gdt = k->gemm_act[type];
-    /* (the wide ones take several blocks of rows, and a tail) */
+    /* (the wide ones take several blocks of rows, and a tail; every tile shape of the 6 x 4
+     * and 4 x 6 kernels is among the leftovers) */
     const int shapes[][3] = {{1024, 8, 4}, {1000, 13, 13}, {72, 4, 7}, {2048, 17, 64}, {40, 3, 2}, {96, 11, 5},
-                             {8192, 31, 6}, {4096 + 3 * 64 + 8, 7, 5}};
+                             {8192, 31, 6}, {4096 + 3 * 64 + 8, 7, 5}, {160, 6, 9}};
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         int n = shapes[si][0], rows = shapes[si][1], toks = shapes[si][2];
         size_t wrow = (size_t)llambda_type_row_bytes(type, n), xrow = ll_act_row_bytes(vdt, n), grow = ll_act_row_bytes(gdt, n);

@@ -495,19 +495,24 @@ static void gemm_f32(int64_t n, float *out, size_t out_stride, const void *w, si
 }
 
 /* F16 and BF16 prompts in pass order. Strided passes (above) leave the weight stream to
- * the hardware prefetcher a quarter at a time and read f32 activations: here LL_GEMM_ROWS
- * weight rows at a time are reordered into the thread's scratch so that each pass reads
+ * the hardware prefetcher a quarter at a time and read f32 activations: here a block of
+ * weight rows at a time is reordered into the thread's scratch so that each pass reads
  * its elements contiguously, against activations stored the same way as 16-bit values
  * (LL_ACT_F16_PASS, LL_ACT_BF16_PASS), so twice as many fit in cache. The arithmetic is
  * vec_dot's: each accumulator lane takes the same products in the same order. Six rows
  * by four tokens keeps each weight vector for four products and each activation vector
- * for six (a kernel benchmark: 170-195 GFLOP/s per core where the strided kernel made
+ * for six (F16; a kernel benchmark: 170-195 GFLOP/s per core where the strided kernel made
  * 107-135; vdpbf16ps does twice the work of an f32 fused multiply-add). Each pass's sums
  * go to their slots with explicit stores: written as an array copy, gcc kept the
  * accumulators themselves in memory (zeroed by stores, loaded before the loop, stored
  * after it, then copied to the slots one by one), four memory round trips per register
  * and pass; 48 rows x 256 tokens at 2048 columns, F16 159 -> 178 GFLOP/s, BF16 285 -> 297. */
-#define PASS_T 4
+/* Tile shapes (rows x tokens): F16 6 x 4, BF16 4 x 6. Each pass reads its weights from the
+ * L2 copy (pass_rows) and its tokens' activations from L1; four rows a tile read a third
+ * less of L2 per product, which BF16 (no conversions, one vdpbf16ps per pair of loads)
+ * feels and F16 does not. Alternating llama-3.2-1b pp512, 4 x 6 against 6 x 4: BF16
+ * 212 vs 195 t/s (four pairs, each in its favour), F16 142 vs 146 (five, mixed). */
+#define PASS_MAX 6   /* rows or tokens of a tile, at most */
 
 /* f32 -> f16 in pass order; a group holding a NaN goes through the scalar conversion,
  * as round_row_f16 does */
@@ -561,20 +566,20 @@ static void pass_rows(int n_pass, int64_t n, const uint8_t *w, size_t stride, in
 static inline __attribute__((always_inline)) void pass_tile_f16(int R, int T, int64_t n, float *out, size_t out_stride,
                                                                 const uint16_t *w, size_t ws, const uint8_t *x, size_t x_stride) {
     const int64_t full = n / LL_PASS_STEP * LL_PASS_STEP, P = full / 4;
-    const uint16_t *b[PASS_T];
+    const uint16_t *b[PASS_MAX];
     for (int t = 0; t < T; t++) b[t] = (const uint16_t *)(x + (size_t)t * x_stride);
-    float part[4][LL_GEMM_ROWS][PASS_T][16] __attribute__((aligned(64)));
+    float part[4][PASS_MAX][PASS_MAX][16] __attribute__((aligned(64)));
     for (int j = 0; j < 4; j++) {
-        __m512 acc[LL_GEMM_ROWS][PASS_T];
+        __m512 acc[PASS_MAX][PASS_MAX];
         #pragma GCC unroll 6
         for (int r = 0; r < R; r++)
-            #pragma GCC unroll 4
+            #pragma GCC unroll 6
             for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
         for (int64_t i = j * P; i < (j + 1) * P; i += 16) {
-            __m512 wv[LL_GEMM_ROWS];
+            __m512 wv[PASS_MAX];
             #pragma GCC unroll 6
             for (int r = 0; r < R; r++) wv[r] = load_f16x16(w + (size_t)r * ws + i);
-            #pragma GCC unroll 4
+            #pragma GCC unroll 6
             for (int t = 0; t < T; t++) {
                 __m512 xv = load_f16x16(b[t] + i);
                 #pragma GCC unroll 6
@@ -583,7 +588,7 @@ static inline __attribute__((always_inline)) void pass_tile_f16(int R, int T, in
         }
         #pragma GCC unroll 6
         for (int r = 0; r < R; r++)
-            #pragma GCC unroll 4
+            #pragma GCC unroll 6
             for (int t = 0; t < T; t++) _mm512_store_ps(part[j][r][t], acc[r][t]);
     }
     for (int r = 0; r < R; r++)
@@ -601,20 +606,20 @@ static inline __attribute__((always_inline)) BF16_TARGET void pass_tile_bf16(int
                                                                              size_t out_stride, const uint16_t *w, size_t ws,
                                                                              const uint8_t *x, size_t x_stride) {
     const int64_t full = n / LL_PASS_STEP * LL_PASS_STEP, P = full / 2;
-    const uint16_t *b[PASS_T];
+    const uint16_t *b[PASS_MAX];
     for (int t = 0; t < T; t++) b[t] = (const uint16_t *)(x + (size_t)t * x_stride);
-    float part[2][LL_GEMM_ROWS][PASS_T][16] __attribute__((aligned(64)));
+    float part[2][PASS_MAX][PASS_MAX][16] __attribute__((aligned(64)));
     for (int j = 0; j < 2; j++) {
-        __m512 acc[LL_GEMM_ROWS][PASS_T];
+        __m512 acc[PASS_MAX][PASS_MAX];
         #pragma GCC unroll 6
         for (int r = 0; r < R; r++)
-            #pragma GCC unroll 4
+            #pragma GCC unroll 6
             for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
         for (int64_t i = j * P; i < (j + 1) * P; i += 32) {
-            __m512bh wv[LL_GEMM_ROWS];
+            __m512bh wv[PASS_MAX];
             #pragma GCC unroll 6
             for (int r = 0; r < R; r++) wv[r] = (__m512bh)_mm512_loadu_si512(w + (size_t)r * ws + i);
-            #pragma GCC unroll 4
+            #pragma GCC unroll 6
             for (int t = 0; t < T; t++) {
                 __m512bh xv = (__m512bh)_mm512_loadu_si512(b[t] + i);
                 #pragma GCC unroll 6
@@ -623,7 +628,7 @@ static inline __attribute__((always_inline)) BF16_TARGET void pass_tile_bf16(int
         }
         #pragma GCC unroll 6
         for (int r = 0; r < R; r++)
-            #pragma GCC unroll 4
+            #pragma GCC unroll 6
             for (int t = 0; t < T; t++) _mm512_store_ps(part[j][r][t], acc[r][t]);
     }
     for (int r = 0; r < R; r++)
@@ -654,35 +659,42 @@ static inline __attribute__((always_inline)) void next_fetch_step(next_fetch *f)
         _mm_prefetch(f->p, _MM_HINT_T1);
 }
 
-/* Six rows at a time into the scratch, then every four-token tile against them; the
- * tile's shape a constant in each case, so it stays in registers. A macro, not a
- * function, so that each kernel keeps its own target. */
+/* A block of rows into the scratch, then every TT-token tile against them, TR rows a tile;
+ * the tile's shape a constant in each case (CASES lists them), so it stays in registers. A
+ * macro, not a function, so that each kernel keeps its own target. */
 #define PASS_CASE(TILE, R_, T_) case (R_) * 8 + (T_): TILE(R_, T_, n, o, out_stride, wr, ws, xt, x_stride); break
-#define GEMM_PASS(TILE, N_PASS)                                                                                    \
+#define PASS_CASES_6x4(TILE)                                                                                       \
+    PASS_CASE(TILE, 6, 4); PASS_CASE(TILE, 6, 3); PASS_CASE(TILE, 6, 2); PASS_CASE(TILE, 6, 1);                    \
+    PASS_CASE(TILE, 5, 4); PASS_CASE(TILE, 5, 3); PASS_CASE(TILE, 5, 2); PASS_CASE(TILE, 5, 1);                    \
+    PASS_CASE(TILE, 4, 4); PASS_CASE(TILE, 4, 3); PASS_CASE(TILE, 4, 2); PASS_CASE(TILE, 4, 1);                    \
+    PASS_CASE(TILE, 3, 4); PASS_CASE(TILE, 3, 3); PASS_CASE(TILE, 3, 2); PASS_CASE(TILE, 3, 1);                    \
+    PASS_CASE(TILE, 2, 4); PASS_CASE(TILE, 2, 3); PASS_CASE(TILE, 2, 2); PASS_CASE(TILE, 2, 1);                    \
+    PASS_CASE(TILE, 1, 4); PASS_CASE(TILE, 1, 3); PASS_CASE(TILE, 1, 2); PASS_CASE(TILE, 1, 1)
+#define PASS_CASES_4x6(TILE)                                                                                       \
+    PASS_CASE(TILE, 4, 6); PASS_CASE(TILE, 4, 5); PASS_CASE(TILE, 4, 4); PASS_CASE(TILE, 4, 3);                    \
+    PASS_CASE(TILE, 4, 2); PASS_CASE(TILE, 4, 1); PASS_CASE(TILE, 3, 6); PASS_CASE(TILE, 3, 5);                    \
+    PASS_CASE(TILE, 3, 4); PASS_CASE(TILE, 3, 3); PASS_CASE(TILE, 3, 2); PASS_CASE(TILE, 3, 1);                    \
+    PASS_CASE(TILE, 2, 6); PASS_CASE(TILE, 2, 5); PASS_CASE(TILE, 2, 4); PASS_CASE(TILE, 2, 3);                    \
+    PASS_CASE(TILE, 2, 2); PASS_CASE(TILE, 2, 1); PASS_CASE(TILE, 1, 6); PASS_CASE(TILE, 1, 5);                    \
+    PASS_CASE(TILE, 1, 4); PASS_CASE(TILE, 1, 3); PASS_CASE(TILE, 1, 2); PASS_CASE(TILE, 1, 1)
+#define GEMM_PASS(TILE, N_PASS, TR, TT, CASES)                                                                     \
     do {                                                                                                           \
         const size_t ws = (size_t)ll_gemm_row_stride(n);                                                           \
         const int block = ll_gemm_block_rows(n);                                                                   \
         uint16_t *wp = (uint16_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);                                   \
-        next_fetch nf = next_fetch_start(next, next_bytes, ((n_rows + block - 1) / block) * ((n_tok + PASS_T - 1) / PASS_T)); \
+        next_fetch nf = next_fetch_start(next, next_bytes, ((n_rows + block - 1) / block) * ((n_tok + (TT) - 1) / (TT))); \
         for (int b0 = 0; b0 < n_rows; b0 += block) {                                                               \
             int B = n_rows - b0 < block ? n_rows - b0 : block;                                                     \
             pass_rows(N_PASS, n, (const uint8_t *)w + (size_t)b0 * stride, stride, B, wp, ws);                     \
-            for (int t0 = 0; t0 < n_tok; t0 += PASS_T) {                                                           \
+            for (int t0 = 0; t0 < n_tok; t0 += (TT)) {                                                             \
                 next_fetch_step(&nf);                                                                              \
-                int T = n_tok - t0 < PASS_T ? n_tok - t0 : PASS_T;                                                 \
+                int T = n_tok - t0 < (TT) ? n_tok - t0 : (TT);                                                     \
                 const uint8_t *xt = (const uint8_t *)x + (size_t)t0 * x_stride;                                    \
-                for (int r0 = 0; r0 < B; r0 += LL_GEMM_ROWS) {                                                     \
-                    int R = B - r0 < LL_GEMM_ROWS ? B - r0 : LL_GEMM_ROWS;                                         \
+                for (int r0 = 0; r0 < B; r0 += (TR)) {                                                             \
+                    int R = B - r0 < (TR) ? B - r0 : (TR);                                                         \
                     float *o = out + (size_t)t0 * out_stride + (size_t)(b0 + r0);                                  \
                     const uint16_t *wr = wp + (size_t)r0 * ws;                                                     \
-                    switch (R * 8 + T) {                                                                           \
-                    PASS_CASE(TILE, 6, 4); PASS_CASE(TILE, 6, 3); PASS_CASE(TILE, 6, 2); PASS_CASE(TILE, 6, 1);    \
-                    PASS_CASE(TILE, 5, 4); PASS_CASE(TILE, 5, 3); PASS_CASE(TILE, 5, 2); PASS_CASE(TILE, 5, 1);    \
-                    PASS_CASE(TILE, 4, 4); PASS_CASE(TILE, 4, 3); PASS_CASE(TILE, 4, 2); PASS_CASE(TILE, 4, 1);    \
-                    PASS_CASE(TILE, 3, 4); PASS_CASE(TILE, 3, 3); PASS_CASE(TILE, 3, 2); PASS_CASE(TILE, 3, 1);    \
-                    PASS_CASE(TILE, 2, 4); PASS_CASE(TILE, 2, 3); PASS_CASE(TILE, 2, 2); PASS_CASE(TILE, 2, 1);    \
-                    PASS_CASE(TILE, 1, 4); PASS_CASE(TILE, 1, 3); PASS_CASE(TILE, 1, 2); PASS_CASE(TILE, 1, 1);    \
-                    }                                                                                              \
+                    switch (R * 8 + T) { CASES(TILE); }                                                            \
                 }                                                                                                  \
             }                                                                                                      \
         }                                                                                                          \
@@ -690,12 +702,12 @@ static inline __attribute__((always_inline)) void next_fetch_step(next_fetch *f)
 
 static void gemm_f16(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, int n_rows, const void *x,
                      size_t x_stride, int n_tok, void *scratch, const void *next, size_t next_bytes) {
-    GEMM_PASS(pass_tile_f16, 4);
+    GEMM_PASS(pass_tile_f16, 4, 6, 4, PASS_CASES_6x4);
 }
 static BF16_TARGET void gemm_bf16(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, int n_rows,
                                   const void *x, size_t x_stride, int n_tok, void *scratch, const void *next,
                                   size_t next_bytes) {
-    GEMM_PASS(pass_tile_bf16, 2);
+    GEMM_PASS(pass_tile_bf16, 2, 4, 6, PASS_CASES_4x6);
 }
 #endif
 
