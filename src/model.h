@@ -179,7 +179,8 @@ typedef struct ll_sampler {
 typedef struct ll_plan_set {
     const uint8_t *tiles;   /* the first product's 8-row tiles, tile_bytes each */
     size_t tile_bytes;
-    int64_t n_tiles, items; /* its whole tiles; the work items of the whole set */
+    int64_t n_tiles;        /* its whole tiles */
+    int64_t own_bytes;      /* each thread's own share of the set (matmul.c) */
     int stable;             /* the same as the token before ran (a token's experts are not) */
 } ll_plan_set;
 #define LL_PLAN_SETS 1024

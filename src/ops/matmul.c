@@ -21,7 +21,7 @@ typedef struct matmul_job {
 } matmul_job;
 
 /* A job's work items (items_of) */
-typedef struct { int64_t n_tiles, item_tiles, n_rb, n_items; int chunk; } job_items;
+typedef struct { int64_t n_tiles, item_tiles, n_rb, n_items, item_bytes; int chunk; } job_items;
 
 /* Several products run as one pool task: their work items are numbered one after the
  * other and handed out as threads ask (the fast finish the rest), so many small products
@@ -37,7 +37,7 @@ typedef struct matmul_set {
     const int64_t *end;         /* numbered one after the other, job k's before end[k], */
     int64_t total;              /* total in all */
     ll_pool *pool;
-    int64_t own_items;          /* decode: thread i starts with items i·own_items.., its own */
+    int64_t own_bytes;          /* decode: thread i starts with the items from byte i·own_bytes on, its own */
     const ll_plan_set *next;    /* decode: the set expected next, or NULL */
     uint8_t *scratch;           /* the prompt kernels' per-thread scratch, */
     size_t scratch_stride;      /* one slice per pool thread */
@@ -99,6 +99,7 @@ static job_items items_of(const matmul_job *j) {
     it.n_rb = (it.n_tiles + it.item_tiles - 1) / it.item_tiles;
     it.chunk = j->gemm ? GEMM_TOK_CHUNK : TOK_CHUNK;
     it.n_items = it.n_rb * (((int64_t)j->n_tok + it.chunk - 1) / it.chunk);
+    it.item_bytes = it.item_tiles * (int64_t)(j->w->packed ? j->w->packed_tile : ROW_TILE * j->w->row_bytes);
     return it;
 }
 
@@ -174,8 +175,24 @@ static int64_t grab_items(int64_t left, int nth) {
 }
 
 /* Decode: the items each thread takes first, before it grabs from what is left: fixed,
- * so that a thread knows them before the set starts (fetch_own_items). */
-static int64_t own_items(int64_t total, int nth) { return total / ((int64_t)GUIDED_SHARE * nth); }
+ * so that a thread knows them before the set starts (fetch_own_items), and shares of the
+ * set's bytes, not of its items: a Qwen3-Next router (F32, 256 KiB an item) shares a set
+ * with the shared expert's Q4_K rows (36 KiB an item), and equal counts gave one thread
+ * three quarters of the bytes to stream alone. */
+static int64_t own_bytes(int64_t total_bytes, int nth) { return total_bytes / ((int64_t)GUIDED_SHARE * nth); }
+
+/* The first item that starts at or after byte b of the set */
+static int64_t item_at_byte(const job_items *its, int n, int64_t b) {
+    int64_t first = 0;
+    for (int k = 0; k < n; k++) {
+        int64_t job_bytes = its[k].n_items * its[k].item_bytes;
+        if (b <= 0) return first;
+        if (b < job_bytes) return first + (b + its[k].item_bytes - 1) / its[k].item_bytes;
+        b -= job_bytes;
+        first += its[k].n_items;
+    }
+    return first;
+}
 
 #ifndef LL_IDLE_FETCH
 #define LL_IDLE_FETCH (256 << 10)
@@ -185,11 +202,11 @@ static int64_t own_items(int64_t total, int nth) { return total / ((int64_t)GUID
  * products, the other thread's last items and the barrier. */
 static void fetch_own_items(ll_pool *pool, const ll_plan_set *next, int ith, int nth) {
     if (!next || nth == 1) return;
-    int64_t share = own_items(next->items, nth), tile0 = ith * share * DECODE_ITEM_TILES, tile1 = tile0 + share * DECODE_ITEM_TILES;
-    if (tile1 > next->n_tiles) tile1 = next->n_tiles;
-    if (tile0 >= tile1) return;
-    size_t bytes = (size_t)(tile1 - tile0) * next->tile_bytes;
-    ll_pool_fetch_while_idle(pool, ith, next->tiles + (size_t)tile0 * next->tile_bytes, bytes < LL_IDLE_FETCH ? bytes : LL_IDLE_FETCH);
+    int64_t start = ith * next->own_bytes, end = start + next->own_bytes, first_bytes = next->n_tiles * (int64_t)next->tile_bytes;
+    if (end > first_bytes) end = first_bytes;   /* the first product's tiles: what the plan knows of the set */
+    if (start >= end) return;
+    size_t bytes = (size_t)(end - start);
+    ll_pool_fetch_while_idle(pool, ith, next->tiles + start, bytes < LL_IDLE_FETCH ? bytes : LL_IDLE_FETCH);
 }
 
 /* Prompt items one at a time. A thread computing a float weight's item holds the next
@@ -225,7 +242,8 @@ static void matmul_task(void *arg, int ith, int nth) {
         return;
     }
     int k = 0;
-    for (int64_t first = ith * s->own_items, take = s->own_items;;) {
+    int64_t first = item_at_byte(its, s->n, ith * s->own_bytes), take = item_at_byte(its, s->n, (ith + 1) * s->own_bytes) - first;
+    for (;;) {
         for (int64_t item = first; item < first + take; item++) {
             while (item >= end[k]) k++;   /* items only grow */
             run_item(&s->jobs[k], &its[k], item - (end[k] - its[k].n_items), scratch, NULL, 0);
@@ -244,13 +262,13 @@ static void matmul_task(void *arg, int ith, int nth) {
 
 /* Notes a decode set in the context's plan and returns the set the token before ran
  * after it, if that one is the same each token. */
-static const ll_plan_set *plan_step(struct llambda_context *c, const matmul_job *j0, int64_t items) {
+static const ll_plan_set *plan_step(struct llambda_context *c, const matmul_job *j0, int64_t own) {
     if (!c->plan || c->plan_at < 0 || c->plan_at >= LL_PLAN_SETS) return NULL;
     const ll_weight *w = j0->w;
     ll_plan_set now = {w->packed ? w->packed : w->data, w->packed ? w->packed_tile : ROW_TILE * w->row_bytes,
-                       w->rows / ROW_TILE, items, 0};
+                       w->rows / ROW_TILE, own, 0};
     ll_plan_set *at = &c->plan[c->plan_at++];
-    now.stable = at->tiles == now.tiles && at->tile_bytes == now.tile_bytes && at->items == items;
+    now.stable = at->tiles == now.tiles && at->tile_bytes == now.tile_bytes && at->own_bytes == own;
     *at = now;
     const ll_plan_set *next = c->plan_at < c->plan_len ? &c->plan[c->plan_at] : &c->plan[0];
     return next->stable ? next : NULL;
@@ -259,20 +277,21 @@ static const ll_plan_set *plan_step(struct llambda_context *c, const matmul_job 
 /* One pool task for the gathered products. */
 static void run_set(struct llambda_context *c, const matmul_job *jobs, int n) {
     job_items its[MAX_JOBS];
-    int64_t end[MAX_JOBS], total = 0;
+    int64_t end[MAX_JOBS], total = 0, total_bytes = 0;
     int decode = 1;
     for (int k = 0; k < n; k++) {
         its[k] = items_of(&jobs[k]);
         end[k] = total += its[k].n_items;
+        total_bytes += its[k].n_items * its[k].item_bytes;
         decode &= jobs[k].n_tok == 1;
     }
     matmul_set set = {.jobs = jobs, .n = n, .decode = decode, .its = its, .end = end, .total = total, .pool = c->pool,
                       .scratch = c->gemm_scratch, .scratch_stride = c->gemm_scratch_stride, .next_item = 0};
     if (decode) {
         int nth = ll_pool_size(c->pool);
-        set.own_items = own_items(total, nth);
-        atomic_init(&set.next_item, (long)(set.own_items * nth));
-        set.next = plan_step(c, &jobs[0], total);
+        set.own_bytes = own_bytes(total_bytes, nth);
+        atomic_init(&set.next_item, (long)item_at_byte(its, n, set.own_bytes * nth));
+        set.next = plan_step(c, &jobs[0], set.own_bytes);
     }
     ll_pool_run(c->pool, matmul_task, &set);
 }
