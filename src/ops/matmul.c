@@ -202,8 +202,11 @@ static int64_t item_at_byte(const job_items *its, int n, int64_t b) {
  * products, the other thread's last items and the barrier. */
 static void fetch_own_items(ll_pool *pool, const ll_plan_set *next, int ith, int nth) {
     if (!next || nth == 1) return;
-    int64_t start = ith * next->own_bytes, end = start + next->own_bytes, first_bytes = next->n_tiles * (int64_t)next->tile_bytes;
-    if (end > first_bytes) end = first_bytes;   /* the first product's tiles: what the plan knows of the set */
+    /* the first product's tiles (what the plan knows of the set), from the first whole item
+     * of the share on, as item_at_byte finds it */
+    int64_t item = DECODE_ITEM_TILES * (int64_t)next->tile_bytes, first_bytes = next->n_tiles * (int64_t)next->tile_bytes;
+    int64_t start = (ith * next->own_bytes + item - 1) / item * item, end = (ith + 1) * next->own_bytes;
+    if (end > first_bytes) end = first_bytes;
     if (start >= end) return;
     size_t bytes = (size_t)(end - start);
     ll_pool_fetch_while_idle(pool, ith, next->tiles + start, bytes < LL_IDLE_FETCH ? bytes : LL_IDLE_FETCH);
