@@ -2558,10 +2558,16 @@ static void q8_0_packed_rows(int64_t n, float *out, const uint8_t *tile, const b
     __m512 acc[4];
     #pragma GCC unroll 4
     for (int p = 0; p < 4; p++) acc[p] = _mm512_setzero_ps();
-    /* No software prefetch: this one stream of tiles is left to the hardware prefetcher,
-     * which alone keeps it faster here (AMD family 26, two threads: llama-3.2-1b Q8_0 tg64
-     * 31.6 -> 34.4 t/s, Nemotron's 374 MB Q8_0 head 40-52 -> 56-60 GB/s) */
+    /* The weight stream fetched PREFETCH_AHEAD on, as the other one-token kernels do (the
+     * 272-byte block's five lines). Session 13 measured the hardware prefetcher alone as
+     * faster (llama-3.2-1b Q8_0 tg64 31.6 -> 34.4 t/s); session 17, same machine kind,
+     * alternating tg64 with the prefetch and without: llama-3.2-1b Q8_0 eight pairs of nine
+     * for it (five-pair medians 29.7 vs 26.5), Nemotron twelve of fifteen (its 374 MB Q8_0
+     * head alone, bench-proj, 50 -> 57 GB/s), after four pairs the other way earlier the same
+     * day. The host's state decides; re-measure before changing it back. */
     for (int64_t i = 0; i < nb; i++, qs += Q8_0_X8_BYTES) {
+        #pragma GCC unroll 5
+        for (int l = 0; l < 5; l++) prefetch_ahead(qs + 64 * l);
         __m512i yv = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)y[i].qs));
         __m512i start = _mm512_broadcast_i64x4(dot_start((char)Q8_0_PACK_BIAS, y[i].qs));
         __m512 d8 = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(qs + Q8_0_X8_QS))),
