@@ -180,6 +180,7 @@ typedef struct ll_plan_set {
     const uint8_t *tiles;   /* the first product's 8-row tiles, tile_bytes each */
     size_t tile_bytes;
     int64_t n_tiles;        /* its whole tiles */
+    int64_t item_bytes;     /* its work items' bytes (matmul.c's items_of) */
     int64_t own_bytes;      /* each thread's own share of the set (matmul.c) */
     int stable;             /* the same as the token before ran (a token's experts are not) */
 } ll_plan_set;

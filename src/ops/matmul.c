@@ -204,7 +204,7 @@ static void fetch_own_items(ll_pool *pool, const ll_plan_set *next, int ith, int
     if (!next || nth == 1) return;
     /* the first product's tiles (what the plan knows of the set), from the first whole item
      * of the share on, as item_at_byte finds it */
-    int64_t item = DECODE_ITEM_TILES * (int64_t)next->tile_bytes, first_bytes = next->n_tiles * (int64_t)next->tile_bytes;
+    int64_t item = next->item_bytes, first_bytes = next->n_tiles * (int64_t)next->tile_bytes;
     int64_t start = (ith * next->own_bytes + item - 1) / item * item, end = (ith + 1) * next->own_bytes;
     if (end > first_bytes) end = first_bytes;
     if (start >= end) return;
@@ -265,11 +265,11 @@ static void matmul_task(void *arg, int ith, int nth) {
 
 /* Notes a decode set in the context's plan and returns the set the token before ran
  * after it, if that one is the same each token. */
-static const ll_plan_set *plan_step(struct llambda_context *c, const matmul_job *j0, int64_t own) {
+static const ll_plan_set *plan_step(struct llambda_context *c, const matmul_job *j0, const job_items *it0, int64_t own) {
     if (!c->plan || c->plan_at < 0 || c->plan_at >= LL_PLAN_SETS) return NULL;
     const ll_weight *w = j0->w;
     ll_plan_set now = {w->packed ? w->packed : w->data, w->packed ? w->packed_tile : ROW_TILE * w->row_bytes,
-                       w->rows / ROW_TILE, own, 0};
+                       w->rows / ROW_TILE, it0->item_bytes, own, 0};
     ll_plan_set *at = &c->plan[c->plan_at++];
     now.stable = at->tiles == now.tiles && at->tile_bytes == now.tile_bytes && at->own_bytes == own;
     *at = now;
@@ -294,7 +294,7 @@ static void run_set(struct llambda_context *c, const matmul_job *jobs, int n) {
         int nth = ll_pool_size(c->pool);
         set.own_bytes = own_bytes(total_bytes, nth);
         atomic_init(&set.next_item, (long)item_at_byte(its, n, set.own_bytes * nth));
-        set.next = plan_step(c, &jobs[0], set.own_bytes);
+        set.next = plan_step(c, &jobs[0], &its[0], set.own_bytes);
     }
     ll_pool_run(c->pool, matmul_task, &set);
 }
