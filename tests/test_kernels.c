@@ -95,8 +95,13 @@ static void compare_gemm(const ll_kernels *ref, const ll_kernels *k, int type) {
      * and 4 x 6 kernels is among the leftovers) */
     const int shapes[][3] = {{1024, 8, 4}, {1000, 13, 13}, {72, 4, 7}, {2048, 17, 64}, {40, 3, 2}, {96, 11, 5},
                              {8192, 31, 6}, {4096 + 3 * 64 + 8, 7, 5}, {160, 6, 9}};
-    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
-        int n = shapes[si][0], rows = shapes[si][1], toks = shapes[si][2];
+    const int n_table = (int)(sizeof shapes / sizeof shapes[0]);
+    /* then 128 columns (whole 64-element steps, no tail: the F16 and BF16 tiles reduce
+     * their outputs sixteen at a time there) at 1-12 rows by 1-7 tokens: every tile shape
+     * of both kernels, alone and with others */
+    for (int si = 0; si < n_table + 12 * 7; si++) {
+        int n = si < n_table ? shapes[si][0] : 128, rows = si < n_table ? shapes[si][1] : 1 + (si - n_table) / 7,
+            toks = si < n_table ? shapes[si][2] : 1 + (si - n_table) % 7;
         size_t wrow = (size_t)llambda_type_row_bytes(type, n), xrow = ll_act_row_bytes(vdt, n), grow = ll_act_row_bytes(gdt, n);
         uint8_t *w = malloc(wrow * (size_t)rows), *x = malloc(xrow * (size_t)toks), *gx = malloc(grow * (size_t)toks);
         void *scratch = malloc(ll_gemm_scratch_bytes(n));

@@ -562,6 +562,41 @@ static void pass_rows(int n_pass, int64_t n, const uint8_t *w, size_t stride, in
     }
 }
 
+/* The sums of up to sixteen 16-lane vectors at once, each by reduce16_zmm's tree (lanes l
+ * and l + 8, then l and l + 4, then (0 + 2) + (1 + 3)): four levels of adds across
+ * vectors, two shuffles an add, where one vector at a time took a chain of eight dependent
+ * steps (attention's scores, sixteen keys, and the F16 and BF16 prompt tiles' outputs).
+ * Lane o of the result is v[o]'s sum (the inputs go in 4 x 4 transposed, the order the
+ * last level leaves them in); inputs past cnt count as zero, and so do their lanes. */
+static inline __m512 reduce16_many(const __m512 *v, int cnt) {
+    __m512 in[16], w[8], x[4], y[2];
+    #pragma GCC unroll 16
+    for (int m = 0; m < 16; m++) {
+        int o = 4 * (m % 4) + m / 4;
+        in[m] = o < cnt ? v[o] : _mm512_setzero_ps();
+    }
+    #pragma GCC unroll 8
+    for (int i = 0; i < 8; i++)   /* lanes 0-7: in[2i]'s l + (l + 8); lanes 8-15: in[2i + 1]'s */
+        w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(in[2 * i], in[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_f32x4(in[2 * i], in[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    #pragma GCC unroll 4
+    for (int i = 0; i < 4; i++)   /* 128-bit lane j: in[4i + j]'s l + (l + 4) */
+        x[i] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * i], w[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(w[2 * i], w[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    #pragma GCC unroll 2
+    for (int i = 0; i < 2; i++)   /* lane j: in[8i + j]'s 0 + 2 and 1 + 3, then in[8i + 4 + j]'s */
+        y[i] = _mm512_add_ps(_mm512_shuffle_ps(x[2 * i], x[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_ps(x[2 * i], x[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    /* element e of lane j: in[j + 4e], that is v[4j + e] */
+    return _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_ps(y[0], y[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* A tile's outputs, token-major in res (t * R + r), to their places in out */
+static inline void tile_outputs(int R, int T, const float *res, float *out, size_t out_stride) {
+    for (int t = 0; t < T; t++)
+        for (int r = 0; r < R; r++) out[(size_t)t * out_stride + (size_t)r] = res[t * R + r];
+}
+
 /* F16: vec_dot's four 16-lane accumulators, one pass each, widened with F16C */
 static inline __attribute__((always_inline)) void pass_tile_f16(int R, int T, int64_t n, float *out, size_t out_stride,
                                                                 const uint16_t *w, size_t ws, const uint8_t *x, size_t x_stride) {
@@ -590,6 +625,22 @@ static inline __attribute__((always_inline)) void pass_tile_f16(int R, int T, in
         for (int r = 0; r < R; r++)
             #pragma GCC unroll 6
             for (int t = 0; t < T; t++) _mm512_store_ps(part[j][r][t], acc[r][t]);
+    }
+    if (full == n) {   /* no tail: the double sum is the float one, so sixteen outputs at a time */
+        float res[48] __attribute__((aligned(64)));   /* R * T outputs (at most 24), whole 16-lane groups */
+        for (int o0 = 0; o0 < R * T; o0 += 16) {
+            __m512 s4[16];
+            int cnt = R * T - o0 < 16 ? R * T - o0 : 16;
+            #pragma GCC unroll 16
+            for (int k = 0; k < cnt; k++) {   /* output o = t * R + r */
+                int o = o0 + k, r = o % R, t = o / R;
+                s4[k] = _mm512_add_ps(_mm512_add_ps(_mm512_load_ps(part[0][r][t]), _mm512_load_ps(part[2][r][t])),
+                                      _mm512_add_ps(_mm512_load_ps(part[1][r][t]), _mm512_load_ps(part[3][r][t])));
+            }
+            _mm512_storeu_ps(res + o0, reduce16_many(s4, cnt));
+        }
+        tile_outputs(R, T, res, out, out_stride);
+        return;
     }
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) {
@@ -631,6 +682,27 @@ static inline __attribute__((always_inline)) BF16_TARGET void pass_tile_bf16(int
             #pragma GCC unroll 6
             for (int t = 0; t < T; t++) _mm512_store_ps(part[j][r][t], acc[r][t]);
     }
+    if (full == n) {   /* no tail: each pass's sums sixteen outputs at a time, then their double sums */
+        float res[48] __attribute__((aligned(64)));   /* R * T outputs (at most 24), whole 16-lane groups */
+        for (int o0 = 0; o0 < R * T; o0 += 16) {
+            __m512 p0[16], p1[16];
+            int cnt = R * T - o0 < 16 ? R * T - o0 : 16;
+            #pragma GCC unroll 16
+            for (int k = 0; k < cnt; k++) {   /* output o = t * R + r */
+                int o = o0 + k, r = o % R, t = o / R;
+                p0[k] = _mm512_load_ps(part[0][r][t]);
+                p1[k] = _mm512_load_ps(part[1][r][t]);
+            }
+            __m512 s0 = reduce16_many(p0, cnt), s1 = reduce16_many(p1, cnt);
+            __m256 lo = _mm512_cvtpd_ps(_mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(s0)), _mm512_cvtps_pd(_mm512_castps512_ps256(s1))));
+            __m256 hi = _mm512_cvtpd_ps(_mm512_add_pd(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s0), 1))),
+                                                      _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s1), 1)))));
+            _mm256_storeu_ps(res + o0, lo);
+            _mm256_storeu_ps(res + o0 + 8, hi);
+        }
+        tile_outputs(R, T, res, out, out_stride);
+        return;
+    }
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) {
             double sum = (double)reduce16_zmm(_mm512_load_ps(part[0][r][t])) + (double)reduce16_zmm(_mm512_load_ps(part[1][r][t]));
@@ -641,10 +713,12 @@ static inline __attribute__((always_inline)) BF16_TARGET void pass_tile_bf16(int
 }
 
 /* The weights a thread reads next (its next work item's rows), fetched into L2 in equal
- * slices, one per four-token step of the current item, so that they arrive while this
- * item computes and its reordering (pass_rows) finds them in cache rather than waiting
- * on memory: pass_rows fell from 7.2% to 1.8% of a llama-3.2-1b F16 pp512's samples
- * with this, the weights' huge pages and pass_rows' own prefetch together. */
+ * slices, one per tile of the current item, so that they arrive while this item computes
+ * and its reordering (pass_rows) finds them in cache rather than waiting on memory:
+ * pass_rows fell from 7.2% to 1.8% of a llama-3.2-1b F16 pp512's samples with this, the
+ * weights' huge pages and pass_rows' own prefetch together. A slice per four-token step
+ * (six or four tiles) was a burst that filled the miss buffers: perf put 3.4% of
+ * gemm_f16's samples on it, 1.0% per tile. */
 typedef struct { const char *p, *end; size_t slice; } next_fetch;
 
 static inline next_fetch next_fetch_start(const void *next, size_t bytes, int steps) {
@@ -657,6 +731,12 @@ static inline __attribute__((always_inline)) void next_fetch_step(next_fetch *f)
     if (!f->slice) return;
     for (const char *e = f->p + f->slice < f->end ? f->p + f->slice : f->end; f->p < e; f->p += 64)
         _mm_prefetch(f->p, _MM_HINT_T1);
+}
+
+/* The TR-row tiles a four- or six-token step of GEMM_PASS runs over n_rows rows taken a
+ * block at a time (the last block may be short, or the only one): one next_fetch_step each */
+static inline int row_tiles(int n_rows, int block, int TR) {
+    return n_rows / block * ((block + TR - 1) / TR) + (n_rows % block + TR - 1) / TR;
 }
 
 /* A block of rows into the scratch, then every TT-token tile against them, TR rows a tile;
@@ -682,15 +762,15 @@ static inline __attribute__((always_inline)) void next_fetch_step(next_fetch *f)
         const size_t ws = (size_t)ll_gemm_row_stride(n);                                                           \
         const int block = ll_gemm_block_rows(n);                                                                   \
         uint16_t *wp = (uint16_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);                                   \
-        next_fetch nf = next_fetch_start(next, next_bytes, ((n_rows + block - 1) / block) * ((n_tok + (TT) - 1) / (TT))); \
+        next_fetch nf = next_fetch_start(next, next_bytes, ((n_tok + (TT) - 1) / (TT)) * row_tiles(n_rows, block, TR));  \
         for (int b0 = 0; b0 < n_rows; b0 += block) {                                                               \
             int B = n_rows - b0 < block ? n_rows - b0 : block;                                                     \
             pass_rows(N_PASS, n, (const uint8_t *)w + (size_t)b0 * stride, stride, B, wp, ws);                     \
             for (int t0 = 0; t0 < n_tok; t0 += (TT)) {                                                             \
-                next_fetch_step(&nf);                                                                              \
                 int T = n_tok - t0 < (TT) ? n_tok - t0 : (TT);                                                     \
                 const uint8_t *xt = (const uint8_t *)x + (size_t)t0 * x_stride;                                    \
                 for (int r0 = 0; r0 < B; r0 += (TR)) {                                                             \
+                    next_fetch_step(&nf);                                                                          \
                     int R = B - r0 < (TR) ? B - r0 : (TR);                                                         \
                     float *o = out + (size_t)t0 * out_stride + (size_t)(b0 + r0);                                  \
                     const uint16_t *wr = wp + (size_t)r0 * ws;                                                     \
@@ -3499,26 +3579,6 @@ static inline __attribute__((always_inline)) float dot_qk_zmm(const float *q, co
     return _mm_cvtss_f32(r);
 }
 
-/* dot_qk_zmm's horizontal sum of 16 keys' vectors at once: the halves of 512 bits added,
- * then of 256, then lanes (0, 2) and (1, 3), then those two, as there, on the same pairs
- * (transposed by shuffles instead of one key at a time); times scale, in key order. */
-static inline __attribute__((always_inline)) void hsum16_scaled(const __m512 *v, float scale, float *out) {
-    __m512 a[8], b[4], c[2];
-    #pragma GCC unroll 8
-    for (int k = 0; k < 8; k++)   /* a[k]: the 8-lane sums of keys 2k and 2k+1 */
-        a[k] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0xEE), _mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0x44));
-    #pragma GCC unroll 4
-    for (int k = 0; k < 4; k++)   /* b[k]: 128-bit lane L the 4-lane sums of key 4k + L */
-        b[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], 0xDD), _mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], 0x88));
-    #pragma GCC unroll 2
-    for (int k = 0; k < 2; k++)   /* c[k]: lane L the pairs of keys 8k + L and 8k + 4 + L */
-        c[k] = _mm512_add_ps(_mm512_shuffle_ps(b[2 * k], b[2 * k + 1], 0x44), _mm512_shuffle_ps(b[2 * k], b[2 * k + 1], 0xEE));
-    /* element 4L + p: key 4p + L */
-    __m512 d = _mm512_add_ps(_mm512_shuffle_ps(c[0], c[1], 0x88), _mm512_shuffle_ps(c[0], c[1], 0xDD));
-    const __m512i to_key = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    _mm512_storeu_ps(out, _mm512_mul_ps(_mm512_permutexvar_ps(to_key, d), _mm512_set1_ps(scale)));
-}
-
 /* A head group's rows are a short piece of each cache cell (W apart), which the hardware
  * streams poorly: as a key is scored, fetch the key 16 cells on and this cell's value (the
  * accumulation reads it after the chunk's softmax). bytes: one row's, a multiple of 64. */
@@ -3549,10 +3609,8 @@ static inline __attribute__((always_inline)) void qk_scores16_zmm(const uint16_t
             for (int b = 0; b < nz; b++) kz[b] = load_f16x16(kk + 16 * b);
             for (int h = 0; h < nh; h++) part[h][jj] = qk_lanes_zmm(qf[h], kz, nz);
         }
-        for (int h = 0; h < nh; h++) {
-            for (int jj = cnt; jj < 16; jj++) part[h][jj] = _mm512_setzero_ps();
-            hsum16_scaled(part[h], scale, &sc[h][j0]);
-        }
+        for (int h = 0; h < nh; h++)   /* dot_qk_zmm's reduction, sixteen keys at once, times scale */
+            _mm512_storeu_ps(&sc[h][j0], _mm512_mul_ps(reduce16_many(part[h], cnt), _mm512_set1_ps(scale)));
     }
 }
 
