@@ -49,7 +49,7 @@ for M in "$@"; do
     for _ in $(seq "$R"); do
         # llama.cpp: one JSON object per line (pp first, then tg)
         # shellcheck disable=SC2086
-        L=$("$BENCH" -m "$M" -p "$PP" -n "$TG" -t "$T" -r 1 $EXTRA -o jsonl 2>/dev/null)
+        L=$("$BENCH" -m "$M" -p "$PP" -n "$TG" -t "$T" -r 1 $EXTRA -o jsonl 2>/dev/null) || true
         COMMIT=$(printf '%s\n' "$L" | field build_commit | head -1)
         lpp=$(printf '%s\n' "$L" | grep "\"n_prompt\": $PP, \"n_gen\": 0" | field avg_ts)
         ltg=$(printf '%s\n' "$L" | grep "\"n_prompt\": 0, \"n_gen\": $TG" | field avg_ts)
@@ -58,6 +58,8 @@ for M in "$@"; do
         O=$("$LLAMBDA" bench -m "$M" -p "$PP" -n "$TG" -t "$T" -r 1 $EXTRA -o json)
         opp=$(printf '%s\n' "$O" | grep "\"n_prompt\": $PP, \"n_gen\": 0" | field avg_ts)
         otg=$(printf '%s\n' "$O" | grep "\"n_prompt\": 0, \"n_gen\": $TG" | field avg_ts)
+        if [ -z "$lpp" ] || [ -z "$ltg" ]; then echo "$0: llama-bench gave no pp$PP/tg$TG result for $M" >&2; exit 1; fi
+        if [ -z "$opp" ] || [ -z "$otg" ]; then echo "$0: llambda bench gave no pp$PP/tg$TG result for $M" >&2; exit 1; fi
         LPP="$LPP$lpp
 "; LTG="$LTG$ltg
 "; OPP="$OPP$opp
