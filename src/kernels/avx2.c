@@ -2360,7 +2360,12 @@ static void dot_q6_K_r8(int64_t n, float *out, size_t out_stride, const void *ti
 /* Two adjacent packed tiles (rows 0-7 in the first, 8-15 in the next, n/QK_K blocks later)
  * in 512-bit vectors, one row per lane: each instruction does the work of two 8-row steps
  * (full-width on CPUs with 512-bit datapaths). Every row gets the operations its lane gets
- * in the 8-row kernels above, so the same bits. */
+ * in the 8-row kernels above, so the same bits. They serve prompts only (matmul.c gives
+ * one token the 8-row kernels, which stream from memory faster), and they prefetch
+ * nothing: each 4-token step after an item's first reads the tiles again from L2. Their
+ * prefetches (a non-inlined helper) had been compiled away unnoticed; made to stay, aimed
+ * along the pair's stream, they did not make a llama-3.2-1b Q4_K_M pp512 faster (six
+ * alternating pairs, 345-363 t/s against 337-365). */
 static inline __m512i load_pair(const void *a, const void *b) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)), _mm256_loadu_si256((const __m256i *)b), 1);
 }
@@ -2370,10 +2375,6 @@ static inline __m128i load_pair64(const void *a, const void *b) {
 static inline __m512 load_pair_f16(const uint16_t *a, const uint16_t *b) {
     return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
                                                    _mm_loadu_si128((const __m128i *)b), 1));
-}
-static inline void prefetch_pair(const void *a, const void *b, int line) {
-    prefetch_ahead((const char *)a + 64 * line);
-    prefetch_ahead((const char *)b + 64 * line);
 }
 
 static inline __attribute__((always_inline)) void q4_K_packed_tile16(int64_t n, float *out, size_t out_stride,
@@ -2393,8 +2394,6 @@ static inline __attribute__((always_inline)) void q4_K_packed_tile16(int64_t n, 
         for (int t = 0; t < T; t++) tot[t] = _mm512_setzero_si512();
         #pragma GCC unroll 4
         for (int j = 0; j < 4; j++) {
-            #pragma GCC unroll 5
-            for (int l = 0; l < 5; l++) prefetch_pair(pa, pb, 5 * j + l);
             __m512i lo[4], hi[4];
             #pragma GCC unroll 4
             for (int t = 0; t < T; t++) lo[t] = hi[t] = _mm512_setzero_si512();
@@ -2464,8 +2463,6 @@ static inline __attribute__((always_inline)) void iq4_xs_packed_tile16(int64_t n
         const block_q8_K *y[4];
         #pragma GCC unroll 4
         for (int t = 0; t < T; t++) y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
-        #pragma GCC unroll 18
-        for (int l = 0; l < 18; l++) prefetch_pair(pa, pb, l);
         __m512 d = load_pair_f16(pa->d, pb->d);
         __m512i ls[8];
         #pragma GCC unroll 8
@@ -2856,8 +2853,6 @@ static inline __attribute__((always_inline)) void q4_0_packed_tile16(int64_t n, 
     #pragma GCC unroll 4
     for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
     for (int64_t i = 0; i < n / 32; i++, pa++, pb++) {
-        #pragma GCC unroll 3
-        for (int l = 0; l < 3; l++) prefetch_pair(pa, pb, l);
         const block_q8_0 *y[4];
         __m512i isum[4];
         #pragma GCC unroll 4
@@ -3230,7 +3225,6 @@ static inline __attribute__((always_inline)) void q5_0_packed_tile16(int64_t n, 
         __m512 d[2];
         __m512 xd = _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)pa->d)),
                                                             _mm_loadu_si128((const __m128i *)pb->d), 1));
-        for (int l = 0; l < 3; l++) prefetch_pair(pa, pb, l);
         for (int t = 0; t < T; t++) {
             y[t] = (const block_q8_0 *)((const uint8_t *)x + (size_t)t * x_stride) + i;
             _mm256_storeu_si256((__m256i *)off[t], dot_start(16, y[t]->qs));   /* the dot products below start from it */
