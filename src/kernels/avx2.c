@@ -80,6 +80,13 @@ int ll_cpu_has_avx2(void) { return ll_cpu_has_avx2_base(); }
  * blur): 6 KiB rather than 8, tokens 1.2-1.9% faster in four runs on llama-3.2-1b Q4_K_M
  * and Qwen3-Next, even on BF16 and Nemotron; 4 KiB slower, 12 KiB slower. */
 #define PREFETCH_AHEAD 6144
+/* The AVX-512 Q6_K tile (the head of Qwen3-Next and of the Q4_K_M and Q5_K_M files) fetches
+ * further ahead. Session 20, the Qwen3-Next head (Q6_K, 467 MB) from memory on two threads,
+ * bench-proj: 80-82 GB/s at 6 KiB against 87-90 at 9 KiB in four alternations while the
+ * host read 84-88 GB/s (a plain read then matched, where 6 KiB left it latency-bound), and
+ * 53.8 against 53.2 GB/s twice while it read about 52 (12 KiB: 51); Qwen3-Next tg64 paired
+ * against its read pass, 9 KiB for every kernel was no better than for Q6_K alone. */
+#define PREFETCH_AHEAD_Q6K 9216
 /* the weight stream at p, PREFETCH_AHEAD bytes on */
 static inline __attribute__((always_inline)) void prefetch_ahead(const void *p) { _mm_prefetch((const char *)p + PREFETCH_AHEAD, _MM_HINT_NTA); }
 
@@ -2319,7 +2326,7 @@ static inline __attribute__((always_inline)) void q6_K_r8_tile(int64_t n, float 
         for (int r = 0; r < 8; r++) {
             #pragma GCC unroll 4
             for (int l = 0; l < 4; l++)   /* the 1680-byte block: 27 lines over the rows */
-                if (4 * r + l < 27) prefetch_ahead((const char *)p + 64 * (4 * r + l));
+                if (4 * r + l < 27) _mm_prefetch((const char *)p + PREFETCH_AHEAD_Q6K + 64 * (4 * r + l), _MM_HINT_NTA);
             const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p->row[r].sc));
             __m512i lane[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
             #pragma GCC unroll 2
