@@ -210,6 +210,8 @@ typedef struct ll_kernels {
     ll_pack_x8_fn pack_x8[LLAMBDA_TYPE_COUNT];       /* optional repacked layouts, */
     ll_dot_packed_fn dot_packed[LLAMBDA_TYPE_COUNT]; /* with their tile kernels, */
     ll_dot_packed_fn dot_packed2[LLAMBDA_TYPE_COUNT]; /* optional: two adjacent tiles (16 rows) at once */
+    ll_gemm_fn gemm_tiles[LLAMBDA_TYPE_COUNT];       /* optional: gemm on the repacked tiles, where they are not
+                                                        plain rows (w the first tile, stride a tile's bytes / 8) */
     ll_gemm_fn gemm[LLAMBDA_TYPE_COUNT];             /* optional: prompt products of float weights, */
     int gemm_act[LLAMBDA_TYPE_COUNT];                /* with the activation format each takes */
     ll_from_float_fn from_float[LL_ACT_COUNT];     /* by activation format */

@@ -131,12 +131,22 @@ static void compare_gemm(const ll_kernels *ref, const ll_kernels *k, int type) {
             uint8_t *packed = malloc(tile * (size_t)tiles);
             for (int i = 0; i < tiles; i++) k->pack_x8[type](n, w + (size_t)i * 8 * wrow, wrow, packed + (size_t)i * tile);
             memset(got, 0, sizeof(float) * (size_t)rows * (size_t)toks);
-            k->gemm[type](n, got, (size_t)rows, packed, tile / 8, tiles * 8, gx, grow, toks, scratch, w, wrow * (size_t)rows);
+            ll_gemm_fn gemm = k->gemm_tiles[type] ? k->gemm_tiles[type] : k->gemm[type];   /* as matmul.c picks it */
+            gemm(n, got, (size_t)rows, packed, tile / 8, tiles * 8, gx, grow, toks, scratch, w, wrow * (size_t)rows);
             bad = 0;
             for (int s = 0; s < toks; s++)
                 for (int r = 0; r < tiles * 8; r++)
                     bad += memcmp(&got[(size_t)s * (size_t)rows + (size_t)r], &want[(size_t)s * (size_t)rows + (size_t)r], 4) != 0;
             CHECK(!bad, "%s: %s prompt kernel on repacked rows (%d x %d rows x %d tokens) differs in %d elements", t->name,
+                  k->isa, n, tiles * 8, toks, bad);
+            /* and the tile kernel (one token at a time: decode) on the same tiles, these widths' tails too */
+            memset(got, 0, sizeof(float) * (size_t)rows * (size_t)toks);
+            for (int i = 0; i < tiles; i++) k->dot_packed[type](n, got + (size_t)i * 8, (size_t)rows, packed + (size_t)i * tile, x, xrow, toks);
+            bad = 0;
+            for (int s = 0; s < toks; s++)
+                for (int r = 0; r < tiles * 8; r++)
+                    bad += memcmp(&got[(size_t)s * (size_t)rows + (size_t)r], &want[(size_t)s * (size_t)rows + (size_t)r], 4) != 0;
+            CHECK(!bad, "%s: %s tile kernel on repacked rows (%d x %d rows x %d tokens) differs in %d elements", t->name,
                   k->isa, n, tiles * 8, toks, bad);
             free(packed);
         }

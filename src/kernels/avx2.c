@@ -387,7 +387,8 @@ static void dot_f16_x8(int64_t n, float *out, const void *w, size_t stride, cons
  * memory, where the hardware prefetcher is not stopped at every 4 KiB page's end and the
  * TLB holds the whole matrix. llama-3.2-1b tg64 against the mapped file, alternating
  * medians: BF16 18.6 -> 20.7 t/s, F16 16.0 -> 18.0. The kernels are the single-row ones,
- * each row read in place, so the same bits. */
+ * each row read in place, so the same bits. (The AVX-512 set interleaves F16 and BF16 rows
+ * instead: pack_tile16, below.) */
 static size_t float_row_stride(int64_t n, size_t elt) { return ((size_t)n * elt + 63) & ~(size_t)63; }
 
 static size_t pack_float_rows_x8(int64_t n, size_t elt, const void *w, size_t stride, void *dst) {
@@ -415,15 +416,106 @@ PACKED_ROWS(dot_bf16_rows, dot_bf16, 2)
 PACKED_ROWS(dot_f32_rows, dot_f32, 4)
 
 #ifdef LL_AVX512
-static void dot_f16_packed(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
-                           int n_tok) {
-    for (int t = 0; t < n_tok; t++)
-        dot_f16_x8(n, out + (size_t)t * out_stride, tile, float_row_stride(n, 2), (const uint8_t *)x + (size_t)t * x_stride);
+/* F16 and BF16 tiles for the 512-bit kernels: the one-token kernels read G rows at once
+ * (F16 four, BF16 eight), so the tile keeps each group of G rows one 64-element step (128
+ * bytes) of each row after another: row q's step s at group + (s·G + q)·128. A kernel then
+ * reads one stream, not G streams a row apart, and fetches ahead along it. The tails past
+ * the last whole step follow, one 64-byte-aligned slot a row. Two threads streaming a
+ * 268 MB matrix of F16 rows four at a time reached 39 GB/s where a plain read made 54; this
+ * way 52-54 (a model of the kernel, six alternations). The llama-3.2-1b head (525 MB), two
+ * threads, bench-proj, three alternations while the host read 52-54 GB/s: F16 43 -> 49-53,
+ * BF16 43 -> 53-55. The arithmetic and its order are the row kernels' (dot_f16_x8,
+ * dot_bf16_x8): the same bits. The prompt kernels gather their rows from it (pass_rows_tiles). */
+#define F16_GROUP 4
+#define BF16_GROUP 8
+static inline size_t tile16_tail_stride(int64_t n) { return ((size_t)(n % 64) * 2 + 63) & ~(size_t)63; }
+/* element e of row r of a tile grouped G rows at a time */
+static inline const uint16_t *tile16_at(const void *tile, int64_t n, int G, int r, int64_t e) {
+    const int64_t full = n / 64 * 64;
+    const uint8_t *t = tile;
+    if (e >= full) return (const uint16_t *)(t + (size_t)full * 16 + (size_t)r * tile16_tail_stride(n)) + (e - full);
+    return (const uint16_t *)(t + (size_t)(r / G) * (size_t)G * (size_t)full * 2 + ((size_t)(e / 64) * (size_t)G + (size_t)(r % G)) * 128) + e % 64;
 }
-static BF16_TARGET void dot_bf16_packed(int64_t n, float *out, size_t out_stride, const void *tile, const void *x,
-                                        size_t x_stride, int n_tok) {
+static size_t pack_tile16(int64_t n, int G, const void *w, size_t stride, void *dst) {
+    const int64_t full = n / 64 * 64;
+    const size_t ts = tile16_tail_stride(n);
+    for (int r = 0; dst && r < 8; r++) {
+        const uint16_t *row = (const uint16_t *)((const uint8_t *)w + (size_t)r * stride);
+        for (int64_t e = 0; e < full; e += 64) memcpy((void *)tile16_at(dst, n, G, r, e), row + e, 128);
+        if (ts) {
+            uint16_t *tail = (uint16_t *)tile16_at(dst, n, G, r, full);
+            memcpy(tail, row + full, (size_t)(n - full) * 2);
+            memset(tail + (n - full), 0, ts - (size_t)(n - full) * 2);
+        }
+    }
+    return (size_t)full * 16 + 8 * ts;
+}
+static size_t pack_f16_tile(int64_t n, const void *w, size_t stride, void *dst) { return pack_tile16(n, F16_GROUP, w, stride, dst); }
+static size_t pack_bf16_tile(int64_t n, const void *w, size_t stride, void *dst) { return pack_tile16(n, BF16_GROUP, w, stride, dst); }
+
+/* dot_f16_x8 on a grouped tile: four rows a pass, each with dot_f16's four accumulators */
+static void dot_f16_tile(int64_t n, float *out, const void *tile, const float *b) {
+    const int64_t full = n / 64 * 64;
+    for (int g = 0; g < 8 / F16_GROUP; g++) {
+        const uint16_t *p = tile16_at(tile, n, F16_GROUP, g * F16_GROUP, 0);
+        __m512 c[F16_GROUP][4];
+        #pragma GCC unroll 4
+        for (int r = 0; r < F16_GROUP; r++)
+            #pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) c[r][j] = _mm512_setzero_ps();
+        for (int64_t i = 0; i < full; i += 64, p += F16_GROUP * 64) {
+            #pragma GCC unroll 8
+            for (int l = 0; l < 2 * F16_GROUP; l++) prefetch_ahead((const char *)p + 64 * l);
+            #pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                __m512 y = _mm512_loadu_ps(b + i + 16 * j);
+                #pragma GCC unroll 4
+                for (int r = 0; r < F16_GROUP; r++) c[r][j] = _mm512_fmadd_ps(load_f16x16(p + 64 * r + 16 * j), y, c[r][j]);
+            }
+        }
+        for (int r = 0; r < F16_GROUP; r++) {
+            double sum = reduce_4x16_zmm(c[r]);
+            const uint16_t *tail = tile16_at(tile, n, F16_GROUP, g * F16_GROUP + r, full);
+            for (int64_t k = full; k < n; k++) sum += (double)(LL_FP16(tail[k - full]) * b[k]);
+            out[g * F16_GROUP + r] = (float)sum;
+        }
+    }
+}
+
+/* dot_bf16_x8 on a grouped tile: the eight rows at once, each with dot_bf16_dp's two accumulators */
+static BF16_TARGET void dot_bf16_tile(int64_t n, float *out, const void *tile, const uint16_t *b) {
+    const int64_t full = n / 64 * 64;
+    const uint16_t *p = tile;
+    __m512 c[8][2];
+    #pragma GCC unroll 8
+    for (int r = 0; r < 8; r++) c[r][0] = c[r][1] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < full; i += 64, p += BF16_GROUP * 64) {
+        __m512bh y0 = (__m512bh)_mm512_loadu_si512(b + i), y1 = (__m512bh)_mm512_loadu_si512(b + i + 32);
+        #pragma GCC unroll 8
+        for (int r = 0; r < 8; r++) {
+            prefetch_ahead((const char *)(p + 64 * r));
+            prefetch_ahead((const char *)(p + 64 * r) + 64);
+            c[r][0] = _mm512_dpbf16_ps(c[r][0], (__m512bh)_mm512_loadu_si512(p + 64 * r), y0);
+            c[r][1] = _mm512_dpbf16_ps(c[r][1], (__m512bh)_mm512_loadu_si512(p + 64 * r + 32), y1);
+        }
+    }
+    for (int r = 0; r < 8; r++) {
+        double sum = (double)reduce16_zmm(c[r][0]) + (double)reduce16_zmm(c[r][1]);
+        const uint16_t *tail = tile16_at(tile, n, BF16_GROUP, r, full);
+        for (int64_t k = full; k < n; k++) sum += (double)(ll_bf16_to_fp32(tail[k - full]) * ll_bf16_to_fp32(b[k]));
+        out[r] = (float)sum;
+    }
+}
+
+static void dot_f16_tiles(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
+                          int n_tok) {
     for (int t = 0; t < n_tok; t++)
-        dot_bf16_x8(n, out + (size_t)t * out_stride, tile, float_row_stride(n, 2), (const uint8_t *)x + (size_t)t * x_stride);
+        dot_f16_tile(n, out + (size_t)t * out_stride, tile, (const float *)((const uint8_t *)x + (size_t)t * x_stride));
+}
+static BF16_TARGET void dot_bf16_tiles(int64_t n, float *out, size_t out_stride, const void *tile, const void *x,
+                                       size_t x_stride, int n_tok) {
+    for (int t = 0; t < n_tok; t++)
+        dot_bf16_tile(n, out + (size_t)t * out_stride, tile, (const uint16_t *)((const uint8_t *)x + (size_t)t * x_stride));
 }
 #endif
 
@@ -581,6 +673,39 @@ static void pass_rows(int n_pass, int64_t n, const uint8_t *w, size_t stride, in
         }
         for (int64_t k = full; k < n; k++) d[k] = s[k];
     }
+}
+
+/* pass_rows on grouped tiles (tile16_at; 8·stride bytes a tile, as matmul.c gives a
+ * repacked span's stride): rows b0 .. b0 + R - 1 of the span, whatever tiles they fall in */
+static void pass_rows_tiles(int n_pass, int G, int64_t n, const uint8_t *w, size_t stride, int b0, int R, uint16_t *dst,
+                            size_t ws) {
+    const int64_t full = n / LL_PASS_STEP * LL_PASS_STEP, P = full / n_pass, unit = LL_PASS_STEP / n_pass;
+    for (int r = 0; r < R; r++) {
+        const uint8_t *tile = w + (size_t)((b0 + r) / 8) * 8 * stride;
+        const int q = (b0 + r) % 8;
+        uint16_t *d = dst + (size_t)r * ws;
+        for (int64_t i = 0; i < full; i += LL_PASS_STEP) {
+            const uint16_t *s = tile16_at(tile, n, G, q, i);
+            prefetch_ahead(s);
+            prefetch_ahead(s + 32);
+            for (int j = 0; j < n_pass; j++)
+                for (int64_t e = 0; e < unit; e += 16)
+                    _mm256_storeu_si256((__m256i *)(d + j * P + i / n_pass + e), _mm256_loadu_si256((const __m256i *)(s + j * unit + e)));
+        }
+        for (int64_t k = full; k < n; k++) d[k] = *tile16_at(tile, n, G, q, k);
+    }
+}
+/* the plain rows b0 .. b0 + R - 1, stride bytes apart */
+static void pass_rows_at(int n_pass, int64_t n, const uint8_t *w, size_t stride, int b0, int R, uint16_t *dst, size_t ws) {
+    pass_rows(n_pass, n, w + (size_t)b0 * stride, stride, R, dst, ws);
+}
+static void pass_rows_f16_tiles(int n_pass, int64_t n, const uint8_t *w, size_t stride, int b0, int R, uint16_t *dst,
+                                size_t ws) {
+    pass_rows_tiles(n_pass, F16_GROUP, n, w, stride, b0, R, dst, ws);
+}
+static void pass_rows_bf16_tiles(int n_pass, int64_t n, const uint8_t *w, size_t stride, int b0, int R, uint16_t *dst,
+                                 size_t ws) {
+    pass_rows_tiles(n_pass, BF16_GROUP, n, w, stride, b0, R, dst, ws);
 }
 
 /* The sums of up to sixteen 16-lane vectors at once, each by reduce16_zmm's tree (lanes l
@@ -778,7 +903,7 @@ static inline int row_tiles(int n_rows, int block, int TR) {
     PASS_CASE(TILE, 2, 6); PASS_CASE(TILE, 2, 5); PASS_CASE(TILE, 2, 4); PASS_CASE(TILE, 2, 3);                    \
     PASS_CASE(TILE, 2, 2); PASS_CASE(TILE, 2, 1); PASS_CASE(TILE, 1, 6); PASS_CASE(TILE, 1, 5);                    \
     PASS_CASE(TILE, 1, 4); PASS_CASE(TILE, 1, 3); PASS_CASE(TILE, 1, 2); PASS_CASE(TILE, 1, 1)
-#define GEMM_PASS(TILE, N_PASS, TR, TT, CASES)                                                                     \
+#define GEMM_PASS(TILE, PASS_ROWS, N_PASS, TR, TT, CASES)                                                                     \
     do {                                                                                                           \
         const size_t ws = (size_t)ll_gemm_row_stride(n);                                                           \
         const int block = ll_gemm_block_rows(n);                                                                   \
@@ -786,7 +911,7 @@ static inline int row_tiles(int n_rows, int block, int TR) {
         next_fetch nf = next_fetch_start(next, next_bytes, ((n_tok + (TT) - 1) / (TT)) * row_tiles(n_rows, block, TR));  \
         for (int b0 = 0; b0 < n_rows; b0 += block) {                                                               \
             int B = n_rows - b0 < block ? n_rows - b0 : block;                                                     \
-            pass_rows(N_PASS, n, (const uint8_t *)w + (size_t)b0 * stride, stride, B, wp, ws);                     \
+            PASS_ROWS(N_PASS, n, (const uint8_t *)w, stride, b0, B, wp, ws);                                    \
             for (int t0 = 0; t0 < n_tok; t0 += (TT)) {                                                             \
                 int T = n_tok - t0 < (TT) ? n_tok - t0 : (TT);                                                     \
                 const uint8_t *xt = (const uint8_t *)x + (size_t)t0 * x_stride;                                    \
@@ -803,12 +928,22 @@ static inline int row_tiles(int n_rows, int block, int TR) {
 
 static void gemm_f16(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, int n_rows, const void *x,
                      size_t x_stride, int n_tok, void *scratch, const void *next, size_t next_bytes) {
-    GEMM_PASS(pass_tile_f16, 4, 6, 4, PASS_CASES_6x4);
+    GEMM_PASS(pass_tile_f16, pass_rows_at, 4, 6, 4, PASS_CASES_6x4);
 }
 static BF16_TARGET void gemm_bf16(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, int n_rows,
                                   const void *x, size_t x_stride, int n_tok, void *scratch, const void *next,
                                   size_t next_bytes) {
-    GEMM_PASS(pass_tile_bf16, 2, 4, 6, PASS_CASES_4x6);
+    GEMM_PASS(pass_tile_bf16, pass_rows_at, 2, 4, 6, PASS_CASES_4x6);
+}
+/* the same on the grouped tiles of the repacked copy */
+static void gemm_f16_tiles(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, int n_rows,
+                           const void *x, size_t x_stride, int n_tok, void *scratch, const void *next, size_t next_bytes) {
+    GEMM_PASS(pass_tile_f16, pass_rows_f16_tiles, 4, 6, 4, PASS_CASES_6x4);
+}
+static BF16_TARGET void gemm_bf16_tiles(int64_t n, float *out, size_t out_stride, const void *w, size_t stride,
+                                        int n_rows, const void *x, size_t x_stride, int n_tok, void *scratch,
+                                        const void *next, size_t next_bytes) {
+    GEMM_PASS(pass_tile_bf16, pass_rows_bf16_tiles, 2, 4, 6, PASS_CASES_4x6);
 }
 #endif
 
@@ -4013,7 +4148,8 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->pack_x8[LLAMBDA_TYPE_F32] = pack_rows32_x8;
     k->dot_packed[LLAMBDA_TYPE_F32] = dot_f32_rows;
 #ifdef LL_AVX512
-    k->dot_packed[LLAMBDA_TYPE_F16] = dot_f16_packed;
+    k->pack_x8[LLAMBDA_TYPE_F16] = pack_f16_tile;
+    k->dot_packed[LLAMBDA_TYPE_F16] = dot_f16_tiles;
     k->dot_packed2[LLAMBDA_TYPE_Q4_K] = dot_q4_K_packed2;
     k->dot_packed2[LLAMBDA_TYPE_Q4_0] = dot_q4_0_packed2;
     k->dot_packed2[LLAMBDA_TYPE_IQ4_XS] = dot_iq4_xs_packed2;
@@ -4024,14 +4160,17 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->vec_dot_x8[LLAMBDA_TYPE_F16] = dot_f16_x8;
     k->gemm[LLAMBDA_TYPE_F32] = gemm_f32;
     k->gemm[LLAMBDA_TYPE_F16] = gemm_f16;
+    k->gemm_tiles[LLAMBDA_TYPE_F16] = gemm_f16_tiles;
     k->gemm_act[LLAMBDA_TYPE_F32] = LLAMBDA_TYPE_F32;
     k->gemm_act[LLAMBDA_TYPE_F16] = LL_ACT_F16_PASS;
     k->from_float[LL_ACT_F16_PASS] = pass_row_f16;
     if (ll_cpu_has_avx512_bf16()) {   /* else BF16 keeps dot_bf16, the emulation */
         k->vec_dot[LLAMBDA_TYPE_BF16] = dot_bf16_dp;
         k->vec_dot_x8[LLAMBDA_TYPE_BF16] = dot_bf16_x8;
-        k->dot_packed[LLAMBDA_TYPE_BF16] = dot_bf16_packed;
+        k->pack_x8[LLAMBDA_TYPE_BF16] = pack_bf16_tile;
+        k->dot_packed[LLAMBDA_TYPE_BF16] = dot_bf16_tiles;
         k->gemm[LLAMBDA_TYPE_BF16] = gemm_bf16;
+        k->gemm_tiles[LLAMBDA_TYPE_BF16] = gemm_bf16_tiles;
         k->gemm_act[LLAMBDA_TYPE_BF16] = LL_ACT_BF16_PASS;
         k->from_float[LL_ACT_BF16_PASS] = pass_row_bf16;
     }

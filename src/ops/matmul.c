@@ -17,7 +17,8 @@ typedef struct matmul_job {
     ll_vec_dot_x8_t4_fn dot8t4;
     ll_dot_packed_fn dotp;      /* for the weight's repacked tiles, when it has them, */
     ll_dot_packed_fn dotp2;     /* and for two adjacent ones */
-    ll_gemm_fn gemm;            /* prompts of float weights: a whole item in one call */
+    ll_gemm_fn gemm;            /* prompts of float weights: a whole item in one call, */
+    ll_gemm_fn gemm_tiles;      /* on the repacked tiles when their layout needs its own (else gemm) */
 } matmul_job;
 
 /* A job's work items (items_of) */
@@ -104,18 +105,19 @@ static job_items items_of(const matmul_job *j) {
 }
 
 /* Rows r0..r1 of a float weight for its prompt kernel: the repacked copy holds the whole
- * tiles' rows, one after another packed_tile / 8 bytes apart; the rest are the file's. */
-typedef struct { const uint8_t *w; size_t stride; int64_t r0, r1; } row_span;
+ * tiles, packed_tile bytes each (stride = packed_tile / 8 a row, for kernels whose tiles
+ * are plain rows), the rest are the file's rows. */
+typedef struct { const uint8_t *w; size_t stride; int64_t r0, r1; int tiles; } row_span;
 
 static int float_row_spans(const ll_weight *w, int64_t r0, int64_t r1, row_span span[2]) {
     int64_t split = w->packed ? w->rows / ROW_TILE * ROW_TILE : 0, n = 0;
     if (split > r1) split = r1;
     if (r0 < split) {
         size_t stride = w->packed_tile / ROW_TILE;
-        span[n++] = (row_span){w->packed + (size_t)r0 * stride, stride, r0, split};
+        span[n++] = (row_span){w->packed + (size_t)r0 * stride, stride, r0, split, 1};
     }
     if (split < r0) split = r0;
-    if (split < r1) span[n++] = (row_span){w->data + (size_t)split * w->row_bytes, w->row_bytes, split, r1};
+    if (split < r1) span[n++] = (row_span){w->data + (size_t)split * w->row_bytes, w->row_bytes, split, r1, 0};
     return (int)n;
 }
 
@@ -146,7 +148,7 @@ static void run_item(const matmul_job *j, const job_items *it, int64_t item, voi
         row_span span[2];
         item_row_range(it, j->w, item, &r0, &r1);
         for (int s = 0, n = float_row_spans(j->w, r0, r1, span); s < n; s++)
-            j->gemm(j->w->cols, j->y + (size_t)t0 * (size_t)j->w->rows + (size_t)span[s].r0, (size_t)j->w->rows, span[s].w,
+            (span[s].tiles && j->gemm_tiles ? j->gemm_tiles : j->gemm)(j->w->cols, j->y + (size_t)t0 * (size_t)j->w->rows + (size_t)span[s].r0, (size_t)j->w->rows, span[s].w,
                     span[s].stride, (int)(span[s].r1 - span[s].r0), j->xq + (size_t)t0 * j->xq_row, j->xq_row, t1 - t0,
                     scratch, s + 1 == n ? next : NULL, next_bytes);
         return;
@@ -353,7 +355,7 @@ void ll_matmul_many(struct llambda_context *c, const ll_matmul_op *ops, int n_op
                                   * from memory as fast or faster (measured on 220-330 MB Q6_K heads, one
                                   * and two threads, with the pair's blocks apart or interleaved) */
                                  .dotp2 = w->packed && ops[i].n_tok > 1 ? k->dot_packed2[w->type] : NULL,
-                                 .gemm = gemm};
+                                 .gemm = gemm, .gemm_tiles = gemm ? k->gemm_tiles[w->type] : NULL};
     }
     if (n) run_set(c, jobs, n);
 }
