@@ -147,10 +147,12 @@ static void run_item(const matmul_job *j, const job_items *it, int64_t item, voi
         int64_t r0, r1;
         row_span span[2];
         item_row_range(it, j->w, item, &r0, &r1);
-        for (int s = 0, n = float_row_spans(j->w, r0, r1, span); s < n; s++)
-            (span[s].tiles && j->gemm_tiles ? j->gemm_tiles : j->gemm)(j->w->cols, j->y + (size_t)t0 * (size_t)j->w->rows + (size_t)span[s].r0, (size_t)j->w->rows, span[s].w,
-                    span[s].stride, (int)(span[s].r1 - span[s].r0), j->xq + (size_t)t0 * j->xq_row, j->xq_row, t1 - t0,
-                    scratch, s + 1 == n ? next : NULL, next_bytes);
+        for (int s = 0, n = float_row_spans(j->w, r0, r1, span); s < n; s++) {
+            ll_gemm_fn gemm = span[s].tiles && j->gemm_tiles ? j->gemm_tiles : j->gemm;
+            gemm(j->w->cols, j->y + (size_t)t0 * (size_t)j->w->rows + (size_t)span[s].r0, (size_t)j->w->rows, span[s].w,
+                 span[s].stride, (int)(span[s].r1 - span[s].r0), j->xq + (size_t)t0 * j->xq_row, j->xq_row, t1 - t0, scratch,
+                 s + 1 == n ? next : NULL, next_bytes);
+        }
         return;
     }
     for (int64_t tile = tile0; tile < tile1; tile++) {
