@@ -92,9 +92,9 @@ static void compare_gemm(const ll_kernels *ref, const ll_kernels *k, int type) {
     const llambda_type_traits *t = llambda_type_get(type);
     int vdt = ll_vec_dot_type(type), gdt = k->gemm_act[type];
     /* (the wide ones take several blocks of rows, and a tail; every tile shape of the 6 x 4
-     * and 4 x 6 kernels is among the leftovers) */
+     * and 4 x 6 kernels is among the leftovers; the last is all tail, in a whole tile) */
     const int shapes[][3] = {{1024, 8, 4}, {1000, 13, 13}, {72, 4, 7}, {2048, 17, 64}, {40, 3, 2}, {96, 11, 5},
-                             {8192, 31, 6}, {4096 + 3 * 64 + 8, 7, 5}, {160, 6, 9}};
+                             {8192, 31, 6}, {4096 + 3 * 64 + 8, 7, 5}, {160, 6, 9}, {40, 9, 3}};
     const int n_table = (int)(sizeof shapes / sizeof shapes[0]);
     /* then 128 columns (whole 64-element steps, no tail: the F16 and BF16 tiles reduce
      * their outputs sixteen at a time there) at 1-12 rows by 1-7 tokens: every tile shape
