@@ -85,6 +85,15 @@ static void compare(const ll_kernels *ref, const ll_kernels *k, int type) {
 }
 
 #ifdef LL_HAVE_AVX2   /* only the x86 sets have prompt kernels for float weights */
+/* How many of the first n_rows outputs of each of toks tokens (rows apart) differ in their bits */
+static int rows_differing(const float *got, const float *want, int rows, int n_rows, int toks) {
+    int bad = 0;
+    for (int s = 0; s < toks; s++)
+        for (int r = 0; r < n_rows; r++)
+            bad += memcmp(&got[(size_t)s * (size_t)rows + (size_t)r], &want[(size_t)s * (size_t)rows + (size_t)r], 4) != 0;
+    return bad;
+}
+
 /* A float weight type's prompt kernel (gemm) against the scalar single-row kernel, over
  * shapes with leftover rows, tokens and elements. */
 static void compare_gemm(const ll_kernels *ref, const ll_kernels *k, int type) {
@@ -133,19 +142,13 @@ static void compare_gemm(const ll_kernels *ref, const ll_kernels *k, int type) {
             memset(got, 0, sizeof(float) * (size_t)rows * (size_t)toks);
             ll_gemm_fn gemm = k->gemm_tiles[type] ? k->gemm_tiles[type] : k->gemm[type];   /* as matmul.c picks it */
             gemm(n, got, (size_t)rows, packed, tile / 8, tiles * 8, gx, grow, toks, scratch, w, wrow * (size_t)rows);
-            bad = 0;
-            for (int s = 0; s < toks; s++)
-                for (int r = 0; r < tiles * 8; r++)
-                    bad += memcmp(&got[(size_t)s * (size_t)rows + (size_t)r], &want[(size_t)s * (size_t)rows + (size_t)r], 4) != 0;
+            bad = rows_differing(got, want, rows, tiles * 8, toks);
             CHECK(!bad, "%s: %s prompt kernel on repacked rows (%d x %d rows x %d tokens) differs in %d elements", t->name,
                   k->isa, n, tiles * 8, toks, bad);
             /* and the tile kernel (one token at a time: decode) on the same tiles, these widths' tails too */
             memset(got, 0, sizeof(float) * (size_t)rows * (size_t)toks);
             for (int i = 0; i < tiles; i++) k->dot_packed[type](n, got + (size_t)i * 8, (size_t)rows, packed + (size_t)i * tile, x, xrow, toks);
-            bad = 0;
-            for (int s = 0; s < toks; s++)
-                for (int r = 0; r < tiles * 8; r++)
-                    bad += memcmp(&got[(size_t)s * (size_t)rows + (size_t)r], &want[(size_t)s * (size_t)rows + (size_t)r], 4) != 0;
+            bad = rows_differing(got, want, rows, tiles * 8, toks);
             CHECK(!bad, "%s: %s tile kernel on repacked rows (%d x %d rows x %d tokens) differs in %d elements", t->name,
                   k->isa, n, tiles * 8, toks, bad);
             free(packed);

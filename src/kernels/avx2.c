@@ -657,55 +657,38 @@ static void pass_row_bf16(const float *x, void *y, int64_t n) {
     for (int64_t i = full; i < n; i++) o[i] = ll_fp32_to_bf16(x[i]);
 }
 
-/* R weight rows (stride bytes apart) into pass order, ws elements apart: unit j of every
- * 64-element step to pass j */
-static void pass_rows(int n_pass, int64_t n, const uint8_t *w, size_t stride, int R, uint16_t *dst, size_t ws) {
-    const int64_t full = n / LL_PASS_STEP * LL_PASS_STEP, P = full / n_pass, unit = LL_PASS_STEP / n_pass;
-    for (int r = 0; r < R; r++) {
-        const uint16_t *s = (const uint16_t *)(w + (size_t)r * stride);
-        uint16_t *d = dst + (size_t)r * ws;
-        for (int64_t i = 0; i < full; i += LL_PASS_STEP) {
-            prefetch_ahead(s + i);
-            prefetch_ahead(s + i + 32);
-            for (int j = 0; j < n_pass; j++)
-                for (int64_t e = 0; e < unit; e += 16)
-                    _mm256_storeu_si256((__m256i *)(d + j * P + i / n_pass + e), _mm256_loadu_si256((const __m256i *)(s + i + j * unit + e)));
-        }
-        for (int64_t k = full; k < n; k++) d[k] = s[k];
-    }
-}
-
-/* pass_rows on grouped tiles (tile16_at; 8·stride bytes a tile, as matmul.c gives a
- * repacked span's stride): rows b0 .. b0 + R - 1 of the span, whatever tiles they fall in */
-static void pass_rows_tiles(int n_pass, int G, int64_t n, const uint8_t *w, size_t stride, int b0, int R, uint16_t *dst,
-                            size_t ws) {
+/* Weight rows b0 .. b0 + R - 1 into pass order, ws elements apart (unit j of every
+ * 64-element step to pass j, the tail in place): plain rows stride bytes apart (G = 0), or
+ * the rows of tiles grouped G rows at a time (tile16_at; 8·stride bytes a tile, as matmul.c
+ * gives a repacked span's stride), whatever tiles they fall in */
+static inline __attribute__((always_inline)) void pass_rows_from(int G, int n_pass, int64_t n, const uint8_t *w,
+                                                                 size_t stride, int b0, int R, uint16_t *dst, size_t ws) {
     const int64_t full = n / LL_PASS_STEP * LL_PASS_STEP, P = full / n_pass, unit = LL_PASS_STEP / n_pass;
     for (int r = 0; r < R; r++) {
         const uint8_t *tile = w + (size_t)((b0 + r) / 8) * 8 * stride;
-        const int q = (b0 + r) % 8;
+        const uint16_t *row = (const uint16_t *)(w + (size_t)(b0 + r) * stride);
         uint16_t *d = dst + (size_t)r * ws;
         for (int64_t i = 0; i < full; i += LL_PASS_STEP) {
-            const uint16_t *s = tile16_at(tile, n, G, q, i);
+            const uint16_t *s = G ? tile16_at(tile, n, G, (b0 + r) % 8, i) : row + i;
             prefetch_ahead(s);
             prefetch_ahead(s + 32);
             for (int j = 0; j < n_pass; j++)
                 for (int64_t e = 0; e < unit; e += 16)
                     _mm256_storeu_si256((__m256i *)(d + j * P + i / n_pass + e), _mm256_loadu_si256((const __m256i *)(s + j * unit + e)));
         }
-        for (int64_t k = full; k < n; k++) d[k] = *tile16_at(tile, n, G, q, k);
+        memcpy(d + full, G ? tile16_at(tile, n, G, (b0 + r) % 8, full) : row + full, (size_t)(n - full) * 2);
     }
 }
-/* the plain rows b0 .. b0 + R - 1, stride bytes apart */
-static void pass_rows_at(int n_pass, int64_t n, const uint8_t *w, size_t stride, int b0, int R, uint16_t *dst, size_t ws) {
-    pass_rows(n_pass, n, w + (size_t)b0 * stride, stride, R, dst, ws);
+static void pass_rows(int n_pass, int64_t n, const uint8_t *w, size_t stride, int b0, int R, uint16_t *dst, size_t ws) {
+    pass_rows_from(0, n_pass, n, w, stride, b0, R, dst, ws);
 }
 static void pass_rows_f16_tiles(int n_pass, int64_t n, const uint8_t *w, size_t stride, int b0, int R, uint16_t *dst,
                                 size_t ws) {
-    pass_rows_tiles(n_pass, F16_GROUP, n, w, stride, b0, R, dst, ws);
+    pass_rows_from(F16_GROUP, n_pass, n, w, stride, b0, R, dst, ws);
 }
 static void pass_rows_bf16_tiles(int n_pass, int64_t n, const uint8_t *w, size_t stride, int b0, int R, uint16_t *dst,
                                  size_t ws) {
-    pass_rows_tiles(n_pass, BF16_GROUP, n, w, stride, b0, R, dst, ws);
+    pass_rows_from(BF16_GROUP, n_pass, n, w, stride, b0, R, dst, ws);
 }
 
 /* The sums of up to sixteen 16-lane vectors at once, each by reduce16_zmm's tree (lanes l
@@ -903,7 +886,7 @@ static inline int row_tiles(int n_rows, int block, int TR) {
     PASS_CASE(TILE, 2, 6); PASS_CASE(TILE, 2, 5); PASS_CASE(TILE, 2, 4); PASS_CASE(TILE, 2, 3);                    \
     PASS_CASE(TILE, 2, 2); PASS_CASE(TILE, 2, 1); PASS_CASE(TILE, 1, 6); PASS_CASE(TILE, 1, 5);                    \
     PASS_CASE(TILE, 1, 4); PASS_CASE(TILE, 1, 3); PASS_CASE(TILE, 1, 2); PASS_CASE(TILE, 1, 1)
-#define GEMM_PASS(TILE, PASS_ROWS, N_PASS, TR, TT, CASES)                                                                     \
+#define GEMM_PASS(TILE, PASS_ROWS, N_PASS, TR, TT, CASES)                                                          \
     do {                                                                                                           \
         const size_t ws = (size_t)ll_gemm_row_stride(n);                                                           \
         const int block = ll_gemm_block_rows(n);                                                                   \
@@ -911,7 +894,7 @@ static inline int row_tiles(int n_rows, int block, int TR) {
         next_fetch nf = next_fetch_start(next, next_bytes, ((n_tok + (TT) - 1) / (TT)) * row_tiles(n_rows, block, TR));  \
         for (int b0 = 0; b0 < n_rows; b0 += block) {                                                               \
             int B = n_rows - b0 < block ? n_rows - b0 : block;                                                     \
-            PASS_ROWS(N_PASS, n, (const uint8_t *)w, stride, b0, B, wp, ws);                                    \
+            PASS_ROWS(N_PASS, n, (const uint8_t *)w, stride, b0, B, wp, ws);                                       \
             for (int t0 = 0; t0 < n_tok; t0 += (TT)) {                                                             \
                 int T = n_tok - t0 < (TT) ? n_tok - t0 : (TT);                                                     \
                 const uint8_t *xt = (const uint8_t *)x + (size_t)t0 * x_stride;                                    \
@@ -928,12 +911,12 @@ static inline int row_tiles(int n_rows, int block, int TR) {
 
 static void gemm_f16(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, int n_rows, const void *x,
                      size_t x_stride, int n_tok, void *scratch, const void *next, size_t next_bytes) {
-    GEMM_PASS(pass_tile_f16, pass_rows_at, 4, 6, 4, PASS_CASES_6x4);
+    GEMM_PASS(pass_tile_f16, pass_rows, 4, 6, 4, PASS_CASES_6x4);
 }
 static BF16_TARGET void gemm_bf16(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, int n_rows,
                                   const void *x, size_t x_stride, int n_tok, void *scratch, const void *next,
                                   size_t next_bytes) {
-    GEMM_PASS(pass_tile_bf16, pass_rows_at, 2, 4, 6, PASS_CASES_4x6);
+    GEMM_PASS(pass_tile_bf16, pass_rows, 2, 4, 6, PASS_CASES_4x6);
 }
 /* the same on the grouped tiles of the repacked copy */
 static void gemm_f16_tiles(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, int n_rows,
