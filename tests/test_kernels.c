@@ -783,6 +783,47 @@ int main(void) {
             CHECK(!memcmp(got, want, sizeof got), "%s: MXFP4 8-row kernel differs at edge exponents", kk.isa);
         }
     }
+    TEST("kernels: Q4_K tiles at the integer extremes (every nibble 15, scales and mins 63, activations -128 and 127)") {
+        /* the AVX-512 tile holds a lane's sums over four 4-byte steps as int16: 16 x 15 x 128 = 30720 at most */
+        enum { NB = 4, NN = NB * QK_K };
+        block_q4_K w[8][NB];
+        block_q8_K xq[4][NB];
+        for (int r = 0; r < 8; r++)
+            for (int b = 0; b < NB; b++) {
+                w[r][b].d = w[r][b].dmin = 0x3C00;   /* 1.0 */
+                memset(w[r][b].scales, r < 4 ? 0xFF : (int)(0x3F + 0x40 * (b & 1)), 12);   /* 63s, or mixed */
+                for (int j = 0; j < 128; j++) w[r][b].qs[j] = r < 4 ? 0xFF : (uint8_t)(j % 3 ? 0xFF : 0x0F * (r & 1));
+            }
+        for (int t = 0; t < 4; t++)
+            for (int b = 0; b < NB; b++) {
+                xq[t][b].d = 1.0f;
+                for (int i = 0; i < QK_K; i++)   /* all -128, all 127, runs of each, or alternating */
+                    xq[t][b].qs[i] = (int8_t)(t == 0 ? -128 : t == 1 ? 127 : t == 2 ? ((i / 8) % 2 ? 127 : -128) : (i % 2 ? -128 : 127));
+                for (int g = 0; g < 16; g++) {
+                    int sum = 0;
+                    for (int i = 0; i < 16; i++) sum += xq[t][b].qs[16 * g + i];
+                    xq[t][b].bsums[g] = (int16_t)sum;
+                }
+            }
+        float want[4][8], got[4][8];
+        for (int t = 0; t < 4; t++)
+            for (int r = 0; r < 8; r++) scalar.vec_dot[LLAMBDA_TYPE_Q4_K](NN, &want[t][r], w[r], xq[t]);
+        ll_kernels kk[2];
+        int nk = vector_sets(kk);
+        for (int v = 0; v < nk; v++) {
+            if (!kk[v].pack_x8[LLAMBDA_TYPE_Q4_K]) continue;
+            size_t size = kk[v].pack_x8[LLAMBDA_TYPE_Q4_K](NN, w, sizeof w[0], NULL);
+            uint8_t *packed = malloc(size);
+            kk[v].pack_x8[LLAMBDA_TYPE_Q4_K](NN, w, sizeof w[0], packed);
+            for (int nt = 1; nt <= 4; nt++) {
+                memset(got, 0, sizeof got);
+                kk[v].dot_packed[LLAMBDA_TYPE_Q4_K](NN, &got[0][0], 8, packed, xq, sizeof xq[0], nt);
+                CHECK(!memcmp(got, want, sizeof got[0] * (size_t)nt), "%s: Q4_K tile (%d tokens) differs at the extremes", kk[v].isa, nt);
+            }
+            free(packed);
+        }
+        CHECK(want[0][0] == -(float)(63 * 15 * 128 * NN) - -(float)(63 * 128 * NN), "the extreme row's dot is %g", (double)want[0][0]);
+    }
     TEST("kernels: the prefill tiles exist for the main quant types") {
         CHECK(n >= 10, "only %d weight types tested", n);
 #ifdef LL_HAVE_AVX2
@@ -812,7 +853,7 @@ int main(void) {
         if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) {
             ll_kernels k512 = scalar;
             ll_kernels_avx512(&k512);
-            CHECK(k512.dot_packed2[LLAMBDA_TYPE_Q4_K], "Q4_K has no 16-row AVX-512 tile");
+            CHECK(k512.pack_x8[LLAMBDA_TYPE_Q4_K] && k512.dot_packed[LLAMBDA_TYPE_Q4_K], "Q4_K has no AVX-512 repacked kernel");
             CHECK(k512.pack_x8[LLAMBDA_TYPE_Q6_K] && k512.dot_packed[LLAMBDA_TYPE_Q6_K], "Q6_K has no AVX-512 repacked kernel");
             CHECK(k512.pack_x8[LLAMBDA_TYPE_Q5_K] && k512.dot_packed[LLAMBDA_TYPE_Q5_K], "Q5_K has no repacked VNNI kernel");
             CHECK(k512.dot_packed2[LLAMBDA_TYPE_IQ4_XS], "IQ4_XS has no 16-row AVX-512 tile");

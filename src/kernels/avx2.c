@@ -2032,12 +2032,26 @@ typedef struct {
     uint8_t qs[4][8][8][4];     /* [64-quant group j][4-byte step g][row]: bytes 32j+4g.. of the row */
 } block_q4_K_x8;
 
-static size_t pack_q4_K_x8(int64_t n, const void *w, size_t stride, void *dst) {
+/* The AVX-512 layout (its kernel is q4_K_r8_tile, below): the same fields, but each row's
+ * quants eight bytes at a time and the scales by row */
+typedef struct {
+    uint16_t d[8], dmin[8];     /* per row */
+    uint8_t sc2[4][8][2];       /* [64-quant group j][row]: scales of sub-blocks 2j, 2j + 1 */
+    uint8_t mn[4][8][2];        /* as in block_q4_K_x8 */
+    uint8_t qs[4][4][8][8];     /* [group j][step pair][row]: bytes 32j+8s.. of the row */
+} block_q4_K_r8;
+
+_Static_assert(offsetof(block_q4_K_r8, mn) == offsetof(block_q4_K_x8, mn) && sizeof(block_q4_K_r8) == sizeof(block_q4_K_x8),
+               "the two Q4_K layouts share d, dmin, mn and the block size");
+
+/* A tile's blocks in either layout: r8 for block_q4_K_r8 */
+static inline __attribute__((always_inline)) size_t pack_q4_K_tile(int64_t n, const void *w, size_t stride, void *dst, int r8) {
     int64_t nb = n / QK_K;
     if (dst)
         for (int64_t i = 0; i < nb; i++) {
             block_q4_K_x8 *p = (block_q4_K_x8 *)dst + i;
-            uint32_t *qs = (uint32_t *)p->qs;   /* [j*8+g][row] words */
+            block_q4_K_r8 *q = (block_q4_K_r8 *)dst + i;
+            uint32_t *qs = r8 ? (uint32_t *)q->qs : (uint32_t *)p->qs;
             for (int r = 0; r < 8; r++) {
                 const block_q4_K *a = (const block_q4_K *)((const uint8_t *)w + (size_t)r * stride) + i;
                 p->d[r] = a->d;
@@ -2046,14 +2060,21 @@ static size_t pack_q4_K_x8(int64_t n, const void *w, size_t stride, void *dst) {
                 uint8_t sm[16];
                 k4_unpack(a->scales, u);   /* bytes 0-7 scales, 8-15 mins */
                 memcpy(sm, u, 16);
-                for (int sb = 0; sb < 8; sb++) { p->sc[sb][r] = sm[sb]; p->mn[sb / 2][r][sb % 2] = sm[8 + sb]; }
-                uint32_t words[32];
+                for (int sb = 0; sb < 8; sb++) {
+                    if (r8) q->sc2[sb / 2][r][sb % 2] = sm[sb];
+                    else p->sc[sb][r] = sm[sb];
+                    p->mn[sb / 2][r][sb % 2] = sm[8 + sb];
+                }
+                uint32_t words[32];   /* word k: quants 8k..8k+7 as nibble pairs, step k % 8 of group k / 8 */
                 memcpy(words, a->qs, 128);
-                for (int k = 0; k < 32; k++) qs[k * 8 + r] = words[k];
+                for (int k = 0; k < 32; k++) qs[r8 ? ((k / 2) * 8 + r) * 2 + k % 2 : k * 8 + r] = words[k];
             }
         }
     return (size_t)nb * sizeof(block_q4_K_x8);
 }
+
+#ifndef LL_AVX512   /* AVX-512 has its own Q4_K layout, below */
+static size_t pack_q4_K_x8(int64_t n, const void *w, size_t stride, void *dst) { return pack_q4_K_tile(n, w, stride, dst, 0); }
 
 /* The tile against T tokens. Per row and token the integers are those of dot_q4_K (exact,
  * any order) and the floats the same two fused multiply-adds per block, in block order. */
@@ -2129,6 +2150,99 @@ static void dot_q4_K_packed(int64_t n, float *out, size_t out_stride, const void
     for (int t = 0; t < n_tok; t++)
         q4_K_packed_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 1);
 }
+#else
+/* Q4_K for 512-bit registers (block_q4_K_r8): each row's quants eight bytes at a time, so
+ * one 64-byte load holds two 4-byte steps of all eight rows, a row's two in adjacent lanes,
+ * and one 8-byte broadcast gives each lane its four activations. Half the instructions of
+ * the 256-bit tile above for the same bytes, which bound it: one thread from L2 streamed 75
+ * GB/s through it, 114 through this, where a core must stream 43 to keep up with its share
+ * of this host's ~86 GB/s. A lane's sums over a group's four step pairs fit int16, so lo
+ * and hi/16 go into one dpwssd against the row's two sub-block scales; the groups summed
+ * and a row's two lanes added give the integers of dot_q4_K, exactly; its float steps
+ * follow, as in q4_K_packed_tile. It serves prompts too (four tokens a pass), where the
+ * 16-row pair of 256-bit tiles it replaces read two streams: llama-3.2-1b Q4_K_M pp512
+ * 371-372 -> 377-381 t/s in three alternations. */
+static size_t pack_q4_K_r8(int64_t n, const void *w, size_t stride, void *dst) { return pack_q4_K_tile(n, w, stride, dst, 1); }
+
+/* Group j's scales as int16 pairs (sub-block 2j, 2j + 1) by lane: each row's twice */
+static inline __m512i scale_pairs_by_lane(const uint8_t sc[8][2]) {
+    static const int32_t twice[16] = {0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7};
+    __m256i pairs = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)sc));
+    return _mm512_permutexvar_epi32(_mm512_loadu_si512(twice), _mm512_castsi256_si512(pairs));
+}
+
+static inline __attribute__((always_inline)) void q4_K_r8_tile(int64_t n, float *out, size_t out_stride,
+                                                               const block_q4_K_r8 *p, const void *x, size_t x_stride,
+                                                               const int T) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), lo16 = _mm512_set1_epi32(0xFFFF);
+    __m256 acc[4], accm[4];
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; t++) acc[t] = accm[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++, p++) {
+        const block_q8_K *y[4];
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; t++) y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
+        __m512i tot[4];   /* per lane: row r's even steps in lane 2r, its odd ones in 2r+1 */
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; t++) tot[t] = _mm512_setzero_si512();
+        #pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            #pragma GCC unroll 5
+            for (int l = 0; l < 5; l++)   /* the whole 1152-byte block, a quarter per j */
+                prefetch_ahead((const char *)p + 64 * (5 * j + l));
+            __m512i lo[4], hi[4];
+            #pragma GCC unroll 4
+            for (int t = 0; t < T; t++) lo[t] = hi[t] = _mm512_setzero_si512();
+            #pragma GCC unroll 4
+            for (int g = 0; g < 4; g++) {   /* steps 2g and 2g+1 */
+                __m512i q = _mm512_loadu_si512(p->qs[j][g]);
+                ONE_LOAD(q);
+                __m512i ql = _mm512_and_si512(q, m4), qh = _mm512_andnot_si512(m4, q);   /* high nibbles x 16 */
+                #pragma GCC unroll 4
+                for (int t = 0; t < T; t++) {
+                    int64_t yl, yh;
+                    memcpy(&yl, y[t]->qs + 64 * j + 8 * g, 8);
+                    memcpy(&yh, y[t]->qs + 64 * j + 32 + 8 * g, 8);
+                    lo[t] = _mm512_dpbusd_epi32(lo[t], ql, _mm512_set1_epi64(yl));
+                    hi[t] = _mm512_dpbusd_epi32(hi[t], qh, _mm512_set1_epi64(yh));
+                }
+            }
+            /* a lane's sums over four steps fit int16 (|16 * 15 * 128| < 2^15): lo in the low
+             * half, hi / 16 in the high, one dpwssd against the scale pair */
+            __m512i scp = scale_pairs_by_lane(p->sc2[j]);
+            #pragma GCC unroll 4
+            for (int t = 0; t < T; t++)
+                tot[t] = _mm512_dpwssd_epi32(tot[t], _mm512_ternarylogic_epi32(lo[t], _mm512_slli_epi32(hi[t], 12), lo16, 0xE4), scp);
+        }
+        __m256 xd = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d));
+        __m256 xdmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->dmin));
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; t++) {
+            /* a row's two lanes added, the rows packed into eight lanes */
+            __m256i rows = _mm512_cvtepi64_epi32(_mm512_add_epi32(tot[t], _mm512_srli_epi64(tot[t], 32)));
+            int16_t bs[8];
+            for (int sb = 0; sb < 8; sb++) bs[sb] = (int16_t)(y[t]->bsums[2 * sb] + y[t]->bsums[2 * sb + 1]);
+            __m256i ms = _mm256_setzero_si256();
+            for (int k = 0; k < 4; k++) {
+                int32_t pair;
+                memcpy(&pair, bs + 2 * k, 4);
+                ms = ACC_MADD16(ms, _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p->mn[k])), _mm256_set1_epi32(pair));
+            }
+            __m256 yd = _mm256_set1_ps(y[t]->d);
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(rows), _mm256_mul_ps(yd, xd), acc[t]);
+            accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ms), _mm256_mul_ps(yd, xdmin), accm[t]);
+        }
+    }
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; t++) _mm256_storeu_ps(out + (size_t)t * out_stride, _mm256_sub_ps(acc[t], accm[t]));
+}
+
+static void dot_q4_K_r8(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride, int n_tok) {
+    if (n_tok == 4) { q4_K_r8_tile(n, out, out_stride, tile, x, x_stride, 4); return; }
+    for (int t = 0; t < n_tok; t++)
+        q4_K_r8_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 1);
+}
+#endif
 
 static void dot_q5_K(int64_t n, float *s, const void *w, const void *x) {
     const block_q5_K *a = w; const block_q8_K *b = x;
@@ -2490,10 +2604,11 @@ static void dot_q6_K_r8(int64_t n, float *out, size_t out_stride, const void *ti
  * (full-width on CPUs with 512-bit datapaths). Every row gets the operations its lane gets
  * in the 8-row kernels above, so the same bits. They serve prompts only (matmul.c gives
  * one token the 8-row kernels, which stream from memory faster), and they prefetch
- * nothing: each 4-token step after an item's first reads the tiles again from L2. Their
- * prefetches (a non-inlined helper) had been compiled away unnoticed; made to stay, aimed
- * along the pair's stream, they did not make a llama-3.2-1b Q4_K_M pp512 faster (six
- * alternating pairs, 345-363 t/s against 337-365). */
+ * nothing: each 4-token step after an item's first reads the tiles again from L2. (Q4_K
+ * had one too, replaced by its own one-stream layout, block_q4_K_r8: its prefetches, made
+ * to stay and aimed along the pair's two streams, had not sped a llama-3.2-1b Q4_K_M pp512,
+ * and one token through it streamed 0.58-0.75 of a read pass against 0.81-0.93 through the
+ * 8-row tile.) */
 static inline __m512i load_pair(const void *a, const void *b) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)), _mm256_loadu_si256((const __m256i *)b), 1);
 }
@@ -2503,74 +2618,6 @@ static inline __m128i load_pair64(const void *a, const void *b) {
 static inline __m512 load_pair_f16(const uint16_t *a, const uint16_t *b) {
     return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
                                                    _mm_loadu_si128((const __m128i *)b), 1));
-}
-
-static inline __attribute__((always_inline)) void q4_K_packed_tile16(int64_t n, float *out, size_t out_stride,
-                                                                     const block_q4_K_x8 *pa, const void *x,
-                                                                     size_t x_stride, const int T) {
-    const block_q4_K_x8 *pb = pa + n / QK_K;
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
-    __m512 acc[4], accm[4];
-    #pragma GCC unroll 4
-    for (int t = 0; t < T; t++) acc[t] = accm[t] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < n / QK_K; i++, pa++, pb++) {
-        const block_q8_K *y[4];
-        #pragma GCC unroll 4
-        for (int t = 0; t < T; t++) y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
-        __m512i tot[4];
-        #pragma GCC unroll 4
-        for (int t = 0; t < T; t++) tot[t] = _mm512_setzero_si512();
-        #pragma GCC unroll 4
-        for (int j = 0; j < 4; j++) {
-            __m512i lo[4], hi[4];
-            #pragma GCC unroll 4
-            for (int t = 0; t < T; t++) lo[t] = hi[t] = _mm512_setzero_si512();
-            #pragma GCC unroll 8
-            for (int g = 0; g < 8; g++) {
-                __m512i q = load_pair(pa->qs[j][g], pb->qs[j][g]);
-                __m512i ql = _mm512_and_si512(q, m4), qh = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
-                #pragma GCC unroll 4
-                for (int t = 0; t < T; t++) {
-                    int32_t yl, yh;
-                    memcpy(&yl, y[t]->qs + 64 * j + 4 * g, 4);
-                    memcpy(&yh, y[t]->qs + 64 * j + 32 + 4 * g, 4);
-                    lo[t] = _mm512_dpbusd_epi32(lo[t], ql, _mm512_set1_epi32(yl));
-                    hi[t] = _mm512_dpbusd_epi32(hi[t], qh, _mm512_set1_epi32(yh));
-                }
-            }
-            __m512i sl = _mm512_cvtepu8_epi32(load_pair64(pa->sc[2 * j], pb->sc[2 * j]));
-            __m512i sh = _mm512_cvtepu8_epi32(load_pair64(pa->sc[2 * j + 1], pb->sc[2 * j + 1]));
-            #pragma GCC unroll 4
-            for (int t = 0; t < T; t++)
-                tot[t] = _mm512_add_epi32(tot[t], _mm512_add_epi32(_mm512_mullo_epi32(lo[t], sl), _mm512_mullo_epi32(hi[t], sh)));
-        }
-        __m512 xd = load_pair_f16(pa->d, pb->d), xdmin = load_pair_f16(pa->dmin, pb->dmin);
-        #pragma GCC unroll 4
-        for (int t = 0; t < T; t++) {
-            int16_t bs[8];
-            for (int sb = 0; sb < 8; sb++) bs[sb] = (int16_t)(y[t]->bsums[2 * sb] + y[t]->bsums[2 * sb + 1]);
-            __m512i ms = _mm512_setzero_si512();
-            for (int k = 0; k < 4; k++) {
-                int32_t pair;
-                memcpy(&pair, bs + 2 * k, 4);
-                __m256i mn = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)pa->mn[k])),
-                                                     _mm_loadu_si128((const __m128i *)pb->mn[k]), 1);
-                ms = _mm512_dpwssd_epi32(ms, _mm512_cvtepu8_epi16(mn), _mm512_set1_epi32(pair));
-            }
-            __m512 yd = _mm512_set1_ps(y[t]->d);
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tot[t]), _mm512_mul_ps(yd, xd), acc[t]);
-            accm[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ms), _mm512_mul_ps(yd, xdmin), accm[t]);
-        }
-    }
-    #pragma GCC unroll 4
-    for (int t = 0; t < T; t++) _mm512_storeu_ps(out + (size_t)t * out_stride, _mm512_sub_ps(acc[t], accm[t]));
-}
-
-static void dot_q4_K_packed2(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
-                             int n_tok) {
-    if (n_tok == 4) { q4_K_packed_tile16(n, out, out_stride, tile, x, x_stride, 4); return; }
-    for (int t = 0; t < n_tok; t++)
-        q4_K_packed_tile16(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 1);
 }
 
 /* Two adjacent IQ4_XS tiles (16 rows, one per 32-bit lane of a 512-bit vector) against T
@@ -4111,9 +4158,9 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->vec_dot[LLAMBDA_TYPE_Q4_K] = ll_avx2_dot_q4_K;
     k->vec_dot_x8[LLAMBDA_TYPE_Q4_K] = dot_q4_K_x8;
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q4_K] = dot_q4_K_x8_t4;
+#ifndef LL_AVX512
     k->pack_x8[LLAMBDA_TYPE_Q4_K] = pack_q4_K_x8;
     k->dot_packed[LLAMBDA_TYPE_Q4_K] = dot_q4_K_packed;
-#ifndef LL_AVX512
     k->pack_x8[LLAMBDA_TYPE_Q6_K] = pack_q6_K_x8;
     k->dot_packed[LLAMBDA_TYPE_Q6_K] = dot_q6_K_packed;
 #endif
@@ -4133,7 +4180,8 @@ void ll_kernels_avx2(ll_kernels *k) {
 #ifdef LL_AVX512
     k->pack_x8[LLAMBDA_TYPE_F16] = pack_f16_tile;
     k->dot_packed[LLAMBDA_TYPE_F16] = dot_f16_tiles;
-    k->dot_packed2[LLAMBDA_TYPE_Q4_K] = dot_q4_K_packed2;
+    k->pack_x8[LLAMBDA_TYPE_Q4_K] = pack_q4_K_r8;
+    k->dot_packed[LLAMBDA_TYPE_Q4_K] = dot_q4_K_r8;
     k->dot_packed2[LLAMBDA_TYPE_Q4_0] = dot_q4_0_packed2;
     k->dot_packed2[LLAMBDA_TYPE_IQ4_XS] = dot_iq4_xs_packed2;
     k->pack_x8[LLAMBDA_TYPE_Q6_K] = pack_q6_K_r8;
