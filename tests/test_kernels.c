@@ -783,17 +783,10 @@ int main(void) {
             CHECK(!memcmp(got, want, sizeof got), "%s: MXFP4 8-row kernel differs at edge exponents", kk.isa);
         }
     }
-    TEST("kernels: Q4_K tiles at the integer extremes (every nibble 15, scales and mins 63, activations -128 and 127)") {
-        /* the AVX-512 tile holds a lane's sums over four 4-byte steps as int16: 16 x 15 x 128 = 30720 at most */
+    TEST("kernels: Q4_K and Q5_K tiles at the integer extremes (every quant at its top, scales and mins 63, activations -128 and 127)") {
+        /* the AVX-512 tiles hold a lane's sums as int16: 16 x 15 x 128 (Q4_K, four steps) and 4 x 31 x 128 (Q5_K) at most */
         enum { NB = 4, NN = NB * QK_K };
-        block_q4_K w[8][NB];
         block_q8_K xq[4][NB];
-        for (int r = 0; r < 8; r++)
-            for (int b = 0; b < NB; b++) {
-                w[r][b].d = w[r][b].dmin = 0x3C00;   /* 1.0 */
-                memset(w[r][b].scales, r < 4 ? 0xFF : (int)(0x3F + 0x40 * (b & 1)), 12);   /* 63s, or mixed */
-                for (int j = 0; j < 128; j++) w[r][b].qs[j] = r < 4 ? 0xFF : (uint8_t)(j % 3 ? 0xFF : 0x0F * (r & 1));
-            }
         for (int t = 0; t < 4; t++)
             for (int b = 0; b < NB; b++) {
                 xq[t][b].d = 1.0f;
@@ -805,24 +798,42 @@ int main(void) {
                     xq[t][b].bsums[g] = (int16_t)sum;
                 }
             }
-        float want[4][8], got[4][8];
-        for (int t = 0; t < 4; t++)
-            for (int r = 0; r < 8; r++) scalar.vec_dot[LLAMBDA_TYPE_Q4_K](NN, &want[t][r], w[r], xq[t]);
-        ll_kernels kk[2];
-        int nk = vector_sets(kk);
-        for (int v = 0; v < nk; v++) {
-            if (!kk[v].pack_x8[LLAMBDA_TYPE_Q4_K]) continue;
-            size_t size = kk[v].pack_x8[LLAMBDA_TYPE_Q4_K](NN, w, sizeof w[0], NULL);
-            uint8_t *packed = malloc(size);
-            kk[v].pack_x8[LLAMBDA_TYPE_Q4_K](NN, w, sizeof w[0], packed);
-            for (int nt = 1; nt <= 4; nt++) {
-                memset(got, 0, sizeof got);
-                kk[v].dot_packed[LLAMBDA_TYPE_Q4_K](NN, &got[0][0], 8, packed, xq, sizeof xq[0], nt);
-                CHECK(!memcmp(got, want, sizeof got[0] * (size_t)nt), "%s: Q4_K tile (%d tokens) differs at the extremes", kk[v].isa, nt);
+        for (int ti = 0; ti < 2; ti++) {
+            int type = ti ? LLAMBDA_TYPE_Q5_K : LLAMBDA_TYPE_Q4_K, top = ti ? 31 : 15;
+            block_q4_K w4[8][NB];
+            block_q5_K w5[8][NB];
+            for (int r = 0; r < 8; r++)   /* rows 0-3 at the top throughout, 4-7 mixed */
+                for (int b = 0; b < NB; b++) {
+                    uint16_t *d = ti ? &w5[r][b].d : &w4[r][b].d, *dmin = ti ? &w5[r][b].dmin : &w4[r][b].dmin;
+                    uint8_t *sc = ti ? w5[r][b].scales : w4[r][b].scales, *qs = ti ? w5[r][b].qs : w4[r][b].qs;
+                    *d = *dmin = 0x3C00;   /* 1.0 */
+                    memset(sc, r < 4 ? 0xFF : (int)(0x3F + 0x40 * (b & 1)), 12);
+                    for (int j = 0; j < 128; j++) qs[j] = r < 4 ? 0xFF : (uint8_t)(j % 3 ? 0xFF : 0x0F * (r & 1));
+                    if (ti) for (int j = 0; j < 32; j++) w5[r][b].qh[j] = r < 4 ? 0xFF : (uint8_t)(0x5A ^ (j * r));
+                }
+            const void *w = ti ? (const void *)w5 : (const void *)w4;
+            size_t wrow = ti ? sizeof w5[0] : sizeof w4[0];
+            float want[4][8], got[4][8];
+            for (int t = 0; t < 4; t++)
+                for (int r = 0; r < 8; r++) scalar.vec_dot[type](NN, &want[t][r], (const uint8_t *)w + r * wrow, xq[t]);
+            ll_kernels kk[2];
+            int nk = vector_sets(kk);
+            for (int v = 0; v < nk; v++) {
+                if (!kk[v].pack_x8[type]) continue;
+                size_t size = kk[v].pack_x8[type](NN, w, wrow, NULL);
+                uint8_t *packed = malloc(size);
+                kk[v].pack_x8[type](NN, w, wrow, packed);
+                for (int nt = 1; nt <= 4; nt++) {
+                    memset(got, 0, sizeof got);
+                    kk[v].dot_packed[type](NN, &got[0][0], 8, packed, xq, sizeof xq[0], nt);
+                    CHECK(!memcmp(got, want, sizeof got[0] * (size_t)nt), "%s: %s tile (%d tokens) differs at the extremes", kk[v].isa,
+                          llambda_type_get(type)->name, nt);
+                }
+                free(packed);
             }
-            free(packed);
+            CHECK(want[0][0] == -(float)(63 * top * 128 * NN) - -(float)(63 * 128 * NN), "%s: the extreme row's dot is %g",
+                  llambda_type_get(type)->name, (double)want[0][0]);
         }
-        CHECK(want[0][0] == -(float)(63 * 15 * 128 * NN) - -(float)(63 * 128 * NN), "the extreme row's dot is %g", (double)want[0][0]);
     }
     TEST("kernels: the prefill tiles exist for the main quant types") {
         CHECK(n >= 10, "only %d weight types tested", n);

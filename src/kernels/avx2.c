@@ -3069,27 +3069,35 @@ static void dot_q4_0_packed2(int64_t n, float *out, size_t out_stride, const voi
 #endif
 
 #ifdef LL_AVX512
-/* Q5_K repacked (VNNI builds): eight rows interleaved four bytes at a time. dot_q5_K keeps
- * eight float lanes per row (lane k: elements 4k..4k+3 of every 32-element sub-block) and
- * one float for the mins, so the tile keeps, per token, eight accumulators holding the
- * eight rows' lane k and one holding their mins, as q6_K_packed_tile does. A step (j, k)
- * loads bytes 32j + 4k.. of qs and 4k.. of qh: sub-block 2j's quants in the low nibbles
- * (fifth bit: qh bit 2j), 2j + 1's in the high ones (bit 2j + 1); two dot products, paired
- * into int16 halves, meet the two sub-blocks' scales in one dpwssd. Same integers, same
- * fused multiply-adds, same sums: the bits of dot_q5_K. */
+/* Q5_K repacked (AVX-512 builds). dot_q5_K keeps eight float lanes per row (lane k:
+ * elements 4k..4k+3 of every 32-element sub-block) and one float for the mins, so the tile
+ * keeps, per token, the eight rows' eight lanes (four 512-bit accumulators, lane 2r + e of
+ * accumulator s holding row r's lane 2s + e) and one for their mins. Each row's quants are
+ * stored eight bytes at a time, as block_q4_K_r8's: a 64-byte load of qs is steps 2s and
+ * 2s + 1 (bytes 32j + 8s..) of all eight rows, a row's two in adjacent lanes, each lane's
+ * four activations one 8-byte broadcast, and a 64-byte load of qh gives the same lanes
+ * their fifth bits (sub-block 2j's quants in the low nibbles take bit 2j, 2j + 1's in the
+ * high ones bit 2j + 1). The two dot products (each under 4 x 31 x 128 < 2^15) are paired
+ * into int16 halves and meet the two sub-blocks' scales in one dpwssd. Same integers, same
+ * fused multiply-adds, and the lanes summed in dot_q5_K's order: its bits. It replaces a
+ * tile of 256-bit steps (four bytes of each row a step; one token paired two steps into a
+ * 512-bit vector, each step's activations broadcast by a permute): one thread from L2, one
+ * token, 68 -> 74 GB/s; llama-3.2-1b Q5_K_M pp512 149-157 -> 232-237 t/s (three
+ * alternations), its prompts' two-token passes now in 512-bit vectors too. (Pairs of
+ * vpmaddubsw into two dpwssd, instead of the two dot products packed into one: 72 GB/s.) */
 typedef struct {
     uint16_t d[8], dmin[8];       /* per row */
     uint8_t sc[4][8][2];          /* [group j][row]: scales of sub-blocks 2j, 2j + 1 */
     uint8_t mn[4][8][2];          /* [sub-block pair][row]: mins */
-    uint8_t qh[8][8][4];          /* [step k][row]: qh bytes 4k..4k+3 */
-    uint8_t qs[4][8][8][4];       /* [group j][step k][row]: qs bytes 32j + 4k.. */
-} block_q5_K_x8;
+    uint8_t qh[4][8][8];          /* [step pair s][row]: qh bytes 8s..8s+7 */
+    uint8_t qs[4][4][8][8];       /* [group j][step pair s][row]: qs bytes 32j + 8s.. */
+} block_q5_K_r8;
 
-static size_t pack_q5_K_x8(int64_t n, const void *w, size_t stride, void *dst) {
+static size_t pack_q5_K_r8(int64_t n, const void *w, size_t stride, void *dst) {
     int64_t nb = n / QK_K;
     if (dst)
         for (int64_t i = 0; i < nb; i++) {
-            block_q5_K_x8 *p = (block_q5_K_x8 *)dst + i;
+            block_q5_K_r8 *p = (block_q5_K_r8 *)dst + i;
             for (int r = 0; r < 8; r++) {
                 const block_q5_K *a = (const block_q5_K *)((const uint8_t *)w + (size_t)r * stride) + i;
                 p->d[r] = a->d;
@@ -3099,36 +3107,38 @@ static size_t pack_q5_K_x8(int64_t n, const void *w, size_t stride, void *dst) {
                 k4_unpack(a->scales, u);   /* bytes 0-7 scales, 8-15 mins */
                 memcpy(sm, u, 16);
                 for (int sb = 0; sb < 8; sb++) { p->sc[sb / 2][r][sb % 2] = sm[sb]; p->mn[sb / 2][r][sb % 2] = sm[8 + sb]; }
-                for (int k = 0; k < 8; k++) {
-                    memcpy(p->qh[k][r], a->qh + 4 * k, 4);
-                    for (int j = 0; j < 4; j++) memcpy(p->qs[j][k][r], a->qs + 32 * j + 4 * k, 4);
+                for (int st = 0; st < 4; st++) {
+                    memcpy(p->qh[st][r], a->qh + 8 * st, 8);
+                    for (int j = 0; j < 4; j++) memcpy(p->qs[j][st][r], a->qs + 32 * j + 8 * st, 8);
                 }
             }
         }
-    return (size_t)nb * sizeof(block_q5_K_x8);
+    return (size_t)nb * sizeof(block_q5_K_r8);
 }
 
-static inline __attribute__((always_inline)) void q5_K_packed_tile(int64_t n, float *out, size_t out_stride,
-                                                                   const block_q5_K_x8 *p, const void *x,
-                                                                   size_t x_stride, const int T) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10), lo16 = _mm256_set1_epi32(0xFFFF);
-    __m256 acc[2][8], accm[2];
+static inline __attribute__((always_inline)) void q5_K_r8_tile(int64_t n, float *out, size_t out_stride,
+                                                               const block_q5_K_r8 *p, const void *x, size_t x_stride,
+                                                               const int T) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10), lo16 = _mm512_set1_epi32(0xFFFF);
+    const __m512i twice = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+    __m512 acc[2][4];
+    __m256 accm[2];
     #pragma GCC unroll 2
     for (int t = 0; t < T; t++) {
         accm[t] = _mm256_setzero_ps();
-        for (int k = 0; k < 8; k++) acc[t][k] = _mm256_setzero_ps();
+        for (int st = 0; st < 4; st++) acc[t][st] = _mm512_setzero_ps();
     }
     for (int64_t i = 0; i < n / QK_K; i++, p++) {
         const block_q8_K *y[2];
-        __m256 d[2];
+        __m512 d[2];   /* row r's d in lanes 2r, 2r + 1 */
         __m256 xd = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d));
         __m256 xdmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->dmin));
-        __m256i scp[4];
-        for (int j = 0; j < 4; j++) scp[j] = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p->sc[j]));
+        __m512i scp[4];
+        for (int j = 0; j < 4; j++) scp[j] = scale_pairs_by_lane(p->sc[j]);
         #pragma GCC unroll 2
         for (int t = 0; t < T; t++) {
             y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
-            d[t] = _mm256_mul_ps(_mm256_set1_ps(y[t]->d), xd);
+            d[t] = _mm512_permutexvar_ps(twice, _mm512_castps256_ps512(_mm256_mul_ps(_mm256_set1_ps(y[t]->d), xd)));
             /* the mins against the sub-block activation sums, as int16 pairs */
             int16_t bs[8];
             for (int sb = 0; sb < 8; sb++) bs[sb] = (int16_t)(y[t]->bsums[2 * sb] + y[t]->bsums[2 * sb + 1]);
@@ -3140,116 +3150,56 @@ static inline __attribute__((always_inline)) void q5_K_packed_tile(int64_t n, fl
             }
             accm[t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(-y[t]->d), xdmin), _mm256_cvtepi32_ps(ms), accm[t]);
         }
-        #pragma GCC unroll 8
-        for (int k = 0; k < 8; k++) {
-            #pragma GCC unroll 3
-            for (int l = 0; l < 3; l++)   /* the 1440-byte block: 23 lines, 3 per step */
-                prefetch_ahead((const char *)p + 64 * (3 * k + l));
-            __m256i h = _mm256_loadu_si256((const __m256i *)p->qh[k]);
-            __m256i lane[2];
-            #pragma GCC unroll 2
-            for (int t = 0; t < T; t++) lane[t] = _mm256_setzero_si256();
-            #pragma GCC unroll 4
-            for (int j = 0; j < 4; j++) {
-                __m256i q = _mm256_loadu_si256((const __m256i *)p->qs[j][k]);
-                /* fifth bits 2j and 2j + 1 moved to bit 4 (shifts within 16 bits; the mask keeps bit 4 of each byte) */
-                __m256i hl = 2 * j <= 4 ? _mm256_slli_epi16(h, 4 - 2 * j) : _mm256_srli_epi16(h, 2 * j - 4);
-                __m256i hh = 2 * j + 1 <= 4 ? _mm256_slli_epi16(h, 3 - 2 * j) : _mm256_srli_epi16(h, 2 * j - 3);
-                __m256i lo = _mm256_ternarylogic_epi32(_mm256_and_si256(q, m4), hl, b4, 0xF8);
-                __m256i hi = _mm256_ternarylogic_epi32(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), hh, b4, 0xF8);
-                #pragma GCC unroll 2
-                for (int t = 0; t < T; t++) {
-                    int32_t yl, yh;
-                    memcpy(&yl, y[t]->qs + 64 * j + 4 * k, 4);
-                    memcpy(&yh, y[t]->qs + 64 * j + 32 + 4 * k, 4);
-                    __m256i dl = _mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, _mm256_set1_epi32(yl));
-                    __m256i dh = _mm256_dpbusd_epi32(_mm256_setzero_si256(), hi, _mm256_set1_epi32(yh));
-                    __m256i pr = _mm256_ternarylogic_epi32(dl, _mm256_slli_epi32(dh, 16), lo16, 0xE4);
-                    lane[t] = _mm256_dpwssd_epi32(lane[t], pr, scp[j]);
-                }
-            }
-            #pragma GCC unroll 2
-            for (int t = 0; t < T; t++) acc[t][k] = _mm256_fmadd_ps(d[t], _mm256_cvtepi32_ps(lane[t]), acc[t][k]);
-        }
-    }
-    #pragma GCC unroll 2
-    for (int t = 0; t < T; t++) {   /* hsum8 of each row's eight lanes, then the mins */
-        __m256 r = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[t][0], acc[t][4]), _mm256_add_ps(acc[t][2], acc[t][6])),
-                                 _mm256_add_ps(_mm256_add_ps(acc[t][1], acc[t][5]), _mm256_add_ps(acc[t][3], acc[t][7])));
-        _mm256_storeu_ps(out + (size_t)t * out_stride, _mm256_add_ps(r, accm[t]));
-    }
-}
-
-#ifdef LL_AVX512
-/* One token in 512-bit vectors, as q5_0_packed_tile_x1: steps k (low half) and k + 4
- * (high half) side by side, lanes k and k + 4 of the eight rows, so each instruction of a
- * step serves both; the same integers, each row lane's fused multiply-adds in block order,
- * and the halves added pairwise are the tile's hsum8. */
-static void q5_K_packed_tile_x1(int64_t n, float *out, const block_q5_K_x8 *p, const block_q8_K *y) {
-    const __m512i m4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10), lo16 = _mm512_set1_epi32(0xFFFF);
-    __m512i lanes[4];   /* dword k in the low half, k + 4 in the high */
-    for (int k = 0; k < 4; k++) lanes[k] = set_halves_epi32(k, k + 4);
-    __m512 acc[4];
-    for (int k = 0; k < 4; k++) acc[k] = _mm512_setzero_ps();
-    __m256 accm = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / QK_K; i++, p++, y++) {
-        __m256 d = _mm256_mul_ps(_mm256_set1_ps(y->d), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d)));
-        __m512 d2 = dup_halves(d);
-        __m256 xdmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->dmin));
-        __m512i scp[4], yl[4], yh[4];
         #pragma GCC unroll 4
-        for (int j = 0; j < 4; j++) {
-            scp[j] = _mm512_broadcast_i64x4(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p->sc[j])));
-            yl[j] = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(y->qs + 64 * j)));
-            yh[j] = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(y->qs + 64 * j + 32)));
-        }
-        {   /* the mins, as q5_K_packed_tile takes them */
-            int16_t bs[8];
-            for (int sb = 0; sb < 8; sb++) bs[sb] = (int16_t)(y->bsums[2 * sb] + y->bsums[2 * sb + 1]);
-            __m256i ms = _mm256_setzero_si256();
-            for (int q = 0; q < 4; q++) {
-                int32_t pair;
-                memcpy(&pair, bs + 2 * q, 4);
-                ms = _mm256_dpwssd_epi32(ms, _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p->mn[q])), _mm256_set1_epi32(pair));
-            }
-            accm = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(-y->d), xdmin), _mm256_cvtepi32_ps(ms), accm);
-        }
-        #pragma GCC unroll 4
-        for (int k = 0; k < 4; k++) {
+        for (int st = 0; st < 4; st++) {
             #pragma GCC unroll 6
             for (int l = 0; l < 6; l++)   /* the 1440-byte block: 23 lines, 6 per step pair */
-                if (6 * k + l < 23) prefetch_ahead((const char *)p + 64 * (6 * k + l));
-            __m512i h = pair256(p->qh[k], p->qh[k + 4]);
-            __m512i lane = _mm512_setzero_si512();
+                if (6 * st + l < 23) prefetch_ahead((const char *)p + 64 * (6 * st + l));
+            __m512i h = _mm512_loadu_si512(p->qh[st]);
+            __m512i lane[2];
+            #pragma GCC unroll 2
+            for (int t = 0; t < T; t++) lane[t] = _mm512_setzero_si512();
             #pragma GCC unroll 4
             for (int j = 0; j < 4; j++) {
-                __m512i q = pair256(p->qs[j][k], p->qs[j][k + 4]);
+                __m512i q = _mm512_loadu_si512(p->qs[j][st]);
+                ONE_LOAD(q);
+                /* fifth bits 2j and 2j + 1 moved to bit 4 (shifts within 16 bits; the mask keeps bit 4 of each byte) */
                 __m512i hl = 2 * j <= 4 ? _mm512_slli_epi16(h, 4 - 2 * j) : _mm512_srli_epi16(h, 2 * j - 4);
                 __m512i hh = 2 * j + 1 <= 4 ? _mm512_slli_epi16(h, 3 - 2 * j) : _mm512_srli_epi16(h, 2 * j - 3);
                 __m512i lo = _mm512_ternarylogic_epi32(_mm512_and_si512(q, m4), hl, b4, 0xF8);
                 __m512i hi = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(q, 4), m4), hh, b4, 0xF8);
-                __m512i dl = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_permutexvar_epi32(lanes[k], yl[j]));
-                __m512i dh = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, _mm512_permutexvar_epi32(lanes[k], yh[j]));
-                __m512i pr = _mm512_ternarylogic_epi32(dl, _mm512_slli_epi32(dh, 16), lo16, 0xE4);
-                lane = _mm512_dpwssd_epi32(lane, pr, scp[j]);
+                #pragma GCC unroll 2
+                for (int t = 0; t < T; t++) {
+                    int64_t yl, yh;
+                    memcpy(&yl, y[t]->qs + 64 * j + 8 * st, 8);
+                    memcpy(&yh, y[t]->qs + 64 * j + 32 + 8 * st, 8);
+                    __m512i dl = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_set1_epi64(yl));
+                    __m512i dh = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, _mm512_set1_epi64(yh));
+                    __m512i pr = _mm512_ternarylogic_epi32(dl, _mm512_slli_epi32(dh, 16), lo16, 0xE4);
+                    lane[t] = _mm512_dpwssd_epi32(lane[t], pr, scp[j]);
+                }
             }
-            acc[k] = _mm512_fmadd_ps(d2, _mm512_cvtepi32_ps(lane), acc[k]);
+            #pragma GCC unroll 2
+            for (int t = 0; t < T; t++) acc[t][st] = _mm512_fmadd_ps(d[t], _mm512_cvtepi32_ps(lane[t]), acc[t][st]);
         }
     }
-    _mm256_storeu_ps(out, _mm256_add_ps(side_by_side_hsum8(acc), accm));
+    #pragma GCC unroll 2
+    for (int t = 0; t < T; t++) {
+        /* dot_q5_K's hsum of a row's lanes, ((0 + 4) + (2 + 6)) + ((1 + 5) + (3 + 7)): lane 2r holds
+         * row r's first bracket, 2r + 1 its second; add them and keep the even lanes */
+        __m512 c = _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][2]), _mm512_add_ps(acc[t][1], acc[t][3]));
+        __m512 sum = _mm512_add_ps(c, _mm512_castsi512_ps(_mm512_srli_epi64(_mm512_castps_si512(c), 32)));
+        __m256 r = _mm256_castsi256_ps(_mm512_cvtepi64_epi32(_mm512_castps_si512(sum)));
+        _mm256_storeu_ps(out + (size_t)t * out_stride, _mm256_add_ps(r, accm[t]));
+    }
 }
-#endif
 
-static void dot_q5_K_packed(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
-                            int n_tok) {
+static void dot_q5_K_r8(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride, int n_tok) {
     int t = 0;
-#ifdef LL_AVX512
-    if (n_tok == 1) { q5_K_packed_tile_x1(n, out, tile, x); return; }
-#endif
     for (; t + 2 <= n_tok; t += 2)
-        q5_K_packed_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 2);
+        q5_K_r8_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 2);
     for (; t < n_tok; t++)
-        q5_K_packed_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 1);
+        q5_K_r8_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 1);
 }
 #endif
 
@@ -4186,8 +4136,8 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->dot_packed2[LLAMBDA_TYPE_IQ4_XS] = dot_iq4_xs_packed2;
     k->pack_x8[LLAMBDA_TYPE_Q6_K] = pack_q6_K_r8;
     k->dot_packed[LLAMBDA_TYPE_Q6_K] = dot_q6_K_r8;
-    k->pack_x8[LLAMBDA_TYPE_Q5_K] = pack_q5_K_x8;
-    k->dot_packed[LLAMBDA_TYPE_Q5_K] = dot_q5_K_packed;
+    k->pack_x8[LLAMBDA_TYPE_Q5_K] = pack_q5_K_r8;
+    k->dot_packed[LLAMBDA_TYPE_Q5_K] = dot_q5_K_r8;
     k->vec_dot_x8[LLAMBDA_TYPE_F16] = dot_f16_x8;
     k->gemm[LLAMBDA_TYPE_F32] = gemm_f32;
     k->gemm[LLAMBDA_TYPE_F16] = gemm_f16;
