@@ -2033,48 +2033,43 @@ typedef struct {
 } block_q4_K_x8;
 
 /* The AVX-512 layout (its kernel is q4_K_r8_tile, below): the same fields, but each row's
- * quants eight bytes at a time and the scales by row */
+ * quants eight bytes at a time and its scales together */
 typedef struct {
     uint16_t d[8], dmin[8];     /* per row */
     uint8_t sc2[4][8][2];       /* [64-quant group j][row]: scales of sub-blocks 2j, 2j + 1 */
-    uint8_t mn[4][8][2];        /* as in block_q4_K_x8 */
+    uint8_t mn[4][8][2];        /* [sub-block pair][row][2] 6-bit mins, as in block_q4_K_x8 */
     uint8_t qs[4][4][8][8];     /* [group j][step pair][row]: bytes 32j+8s.. of the row */
 } block_q4_K_r8;
 
-_Static_assert(offsetof(block_q4_K_r8, mn) == offsetof(block_q4_K_x8, mn) && sizeof(block_q4_K_r8) == sizeof(block_q4_K_x8),
-               "the two Q4_K layouts share d, dmin, mn and the block size");
+/* Row a's block as a tile takes it: its eight scales (bytes 0-7) and mins (8-15), and its
+ * quants as 32 words, word k holding quants 8k..8k+7 as nibble pairs (step k % 8 of the
+ * 64-quant group k / 8) */
+static void q4_K_row_parts(const block_q4_K *a, uint8_t sm[16], uint32_t words[32]) {
+    uint32_t u[4];
+    k4_unpack(a->scales, u);
+    memcpy(sm, u, 16);
+    memcpy(words, a->qs, 128);
+}
 
-/* A tile's blocks in either layout: r8 for block_q4_K_r8 */
-static inline __attribute__((always_inline)) size_t pack_q4_K_tile(int64_t n, const void *w, size_t stride, void *dst, int r8) {
+#ifndef LL_AVX512   /* AVX-512 has its own Q4_K layout, below */
+static size_t pack_q4_K_x8(int64_t n, const void *w, size_t stride, void *dst) {
     int64_t nb = n / QK_K;
     if (dst)
         for (int64_t i = 0; i < nb; i++) {
             block_q4_K_x8 *p = (block_q4_K_x8 *)dst + i;
-            block_q4_K_r8 *q = (block_q4_K_r8 *)dst + i;
-            uint32_t *qs = r8 ? (uint32_t *)q->qs : (uint32_t *)p->qs;
             for (int r = 0; r < 8; r++) {
                 const block_q4_K *a = (const block_q4_K *)((const uint8_t *)w + (size_t)r * stride) + i;
+                uint8_t sm[16];
+                uint32_t words[32];
+                q4_K_row_parts(a, sm, words);
                 p->d[r] = a->d;
                 p->dmin[r] = a->dmin;
-                uint32_t u[4];
-                uint8_t sm[16];
-                k4_unpack(a->scales, u);   /* bytes 0-7 scales, 8-15 mins */
-                memcpy(sm, u, 16);
-                for (int sb = 0; sb < 8; sb++) {
-                    if (r8) q->sc2[sb / 2][r][sb % 2] = sm[sb];
-                    else p->sc[sb][r] = sm[sb];
-                    p->mn[sb / 2][r][sb % 2] = sm[8 + sb];
-                }
-                uint32_t words[32];   /* word k: quants 8k..8k+7 as nibble pairs, step k % 8 of group k / 8 */
-                memcpy(words, a->qs, 128);
-                for (int k = 0; k < 32; k++) qs[r8 ? ((k / 2) * 8 + r) * 2 + k % 2 : k * 8 + r] = words[k];
+                for (int sb = 0; sb < 8; sb++) { p->sc[sb][r] = sm[sb]; p->mn[sb / 2][r][sb % 2] = sm[8 + sb]; }
+                for (int k = 0; k < 32; k++) memcpy(p->qs[k / 8][k % 8][r], &words[k], 4);
             }
         }
     return (size_t)nb * sizeof(block_q4_K_x8);
 }
-
-#ifndef LL_AVX512   /* AVX-512 has its own Q4_K layout, below */
-static size_t pack_q4_K_x8(int64_t n, const void *w, size_t stride, void *dst) { return pack_q4_K_tile(n, w, stride, dst, 0); }
 
 /* The tile against T tokens. Per row and token the integers are those of dot_q4_K (exact,
  * any order) and the floats the same two fused multiply-adds per block, in block order. */
@@ -2162,7 +2157,24 @@ static void dot_q4_K_packed(int64_t n, float *out, size_t out_stride, const void
  * follow, as in q4_K_packed_tile. It serves prompts too (four tokens a pass), where the
  * 16-row pair of 256-bit tiles it replaces read two streams: llama-3.2-1b Q4_K_M pp512
  * 371-372 -> 377-381 t/s in three alternations. */
-static size_t pack_q4_K_r8(int64_t n, const void *w, size_t stride, void *dst) { return pack_q4_K_tile(n, w, stride, dst, 1); }
+static size_t pack_q4_K_r8(int64_t n, const void *w, size_t stride, void *dst) {
+    int64_t nb = n / QK_K;
+    if (dst)
+        for (int64_t i = 0; i < nb; i++) {
+            block_q4_K_r8 *p = (block_q4_K_r8 *)dst + i;
+            for (int r = 0; r < 8; r++) {
+                const block_q4_K *a = (const block_q4_K *)((const uint8_t *)w + (size_t)r * stride) + i;
+                uint8_t sm[16];
+                uint32_t words[32];
+                q4_K_row_parts(a, sm, words);
+                p->d[r] = a->d;
+                p->dmin[r] = a->dmin;
+                for (int sb = 0; sb < 8; sb++) { p->sc2[sb / 2][r][sb % 2] = sm[sb]; p->mn[sb / 2][r][sb % 2] = sm[8 + sb]; }
+                for (int k = 0; k < 32; k++) memcpy(&p->qs[k / 8][k % 8 / 2][r][4 * (k % 2)], &words[k], 4);
+            }
+        }
+    return (size_t)nb * sizeof(block_q4_K_r8);
+}
 
 /* Group j's scales as int16 pairs (sub-block 2j, 2j + 1) by lane: each row's twice */
 static inline __m512i scale_pairs_by_lane(const uint8_t sc[8][2]) {
@@ -3089,8 +3101,10 @@ typedef struct {
     uint16_t d[8], dmin[8];       /* per row */
     uint8_t sc[4][8][2];          /* [group j][row]: scales of sub-blocks 2j, 2j + 1 */
     uint8_t mn[4][8][2];          /* [sub-block pair][row]: mins */
-    uint8_t qh[4][8][8];          /* [step pair s][row]: qh bytes 8s..8s+7 */
-    uint8_t qs[4][4][8][8];       /* [group j][step pair s][row]: qs bytes 32j + 8s.. */
+    struct {                      /* step pair s, in the order the kernel reads them: */
+        uint8_t qh[8][8];         /* [row]: qh bytes 8s..8s+7 */
+        uint8_t qs[4][8][8];      /* [group j][row]: qs bytes 32j + 8s.. */
+    } s[4];
 } block_q5_K_r8;
 
 static size_t pack_q5_K_r8(int64_t n, const void *w, size_t stride, void *dst) {
@@ -3108,8 +3122,8 @@ static size_t pack_q5_K_r8(int64_t n, const void *w, size_t stride, void *dst) {
                 memcpy(sm, u, 16);
                 for (int sb = 0; sb < 8; sb++) { p->sc[sb / 2][r][sb % 2] = sm[sb]; p->mn[sb / 2][r][sb % 2] = sm[8 + sb]; }
                 for (int st = 0; st < 4; st++) {
-                    memcpy(p->qh[st][r], a->qh + 8 * st, 8);
-                    for (int j = 0; j < 4; j++) memcpy(p->qs[j][st][r], a->qs + 32 * j + 8 * st, 8);
+                    memcpy(p->s[st].qh[r], a->qh + 8 * st, 8);
+                    for (int j = 0; j < 4; j++) memcpy(p->s[st].qs[j][r], a->qs + 32 * j + 8 * st, 8);
                 }
             }
         }
@@ -3155,13 +3169,13 @@ static inline __attribute__((always_inline)) void q5_K_r8_tile(int64_t n, float 
             #pragma GCC unroll 6
             for (int l = 0; l < 6; l++)   /* the 1440-byte block: 23 lines, 6 per step pair */
                 if (6 * st + l < 23) prefetch_ahead((const char *)p + 64 * (6 * st + l));
-            __m512i h = _mm512_loadu_si512(p->qh[st]);
+            __m512i h = _mm512_loadu_si512(p->s[st].qh);
             __m512i lane[2];
             #pragma GCC unroll 2
             for (int t = 0; t < T; t++) lane[t] = _mm512_setzero_si512();
             #pragma GCC unroll 4
             for (int j = 0; j < 4; j++) {
-                __m512i q = _mm512_loadu_si512(p->qs[j][st]);
+                __m512i q = _mm512_loadu_si512(p->s[st].qs[j]);
                 ONE_LOAD(q);
                 /* fifth bits 2j and 2j + 1 moved to bit 4 (shifts within 16 bits; the mask keeps bit 4 of each byte) */
                 __m512i hl = 2 * j <= 4 ? _mm512_slli_epi16(h, 4 - 2 * j) : _mm512_srli_epi16(h, 2 * j - 4);
