@@ -2032,15 +2032,6 @@ typedef struct {
     uint8_t qs[4][8][8][4];     /* [64-quant group j][4-byte step g][row]: bytes 32j+4g.. of the row */
 } block_q4_K_x8;
 
-/* The AVX-512 layout (its kernel is q4_K_r8_tile, below): the same fields, but each row's
- * quants eight bytes at a time and its scales together */
-typedef struct {
-    uint16_t d[8], dmin[8];     /* per row */
-    uint8_t sc2[4][8][2];       /* [64-quant group j][row]: scales of sub-blocks 2j, 2j + 1 */
-    uint8_t mn[4][8][2];        /* [sub-block pair][row][2] 6-bit mins, as in block_q4_K_x8 */
-    uint8_t qs[4][4][8][8];     /* [group j][step pair][row]: bytes 32j+8s.. of the row */
-} block_q4_K_r8;
-
 /* Row a's block as a tile takes it: its eight scales (bytes 0-7) and mins (8-15), and its
  * quants as 32 words, word k holding quants 8k..8k+7 as nibble pairs (step k % 8 of the
  * 64-quant group k / 8) */
@@ -2157,6 +2148,13 @@ static void dot_q4_K_packed(int64_t n, float *out, size_t out_stride, const void
  * follow, as in q4_K_packed_tile. It serves prompts too (four tokens a pass), where the
  * 16-row pair of 256-bit tiles it replaces read two streams: llama-3.2-1b Q4_K_M pp512
  * 371-372 -> 377-381 t/s in three alternations. */
+typedef struct {
+    uint16_t d[8], dmin[8];     /* per row */
+    uint8_t sc2[4][8][2];       /* [64-quant group j][row]: scales of sub-blocks 2j, 2j + 1 */
+    uint8_t mn[4][8][2];        /* [sub-block pair][row][2] 6-bit mins, as in block_q4_K_x8 */
+    uint8_t qs[4][4][8][8];     /* [group j][step pair][row]: bytes 32j+8s.. of the row */
+} block_q4_K_r8;
+
 static size_t pack_q4_K_r8(int64_t n, const void *w, size_t stride, void *dst) {
     int64_t nb = n / QK_K;
     if (dst)
