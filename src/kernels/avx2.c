@@ -2032,6 +2032,21 @@ typedef struct {
     uint8_t qs[4][8][8][4];     /* [64-quant group j][4-byte step g][row]: bytes 32j+4g.. of the row */
 } block_q4_K_x8;
 
+/* Eight rows' mins (mn[k][row]: sub-blocks 2k, 2k + 1, as the x8 and r8 tiles store them)
+ * against a token's 32-quant activation sums, as int16 pairs: each row's Σ mins·sums,
+ * exactly (the integers dot_q4_K and dot_q5_K take their mins with) */
+static inline __m256i mins_by_row(const uint8_t mn[4][8][2], const block_q8_K *y) {
+    int16_t bs[8];
+    for (int sb = 0; sb < 8; sb++) bs[sb] = (int16_t)(y->bsums[2 * sb] + y->bsums[2 * sb + 1]);
+    __m256i ms = _mm256_setzero_si256();
+    for (int k = 0; k < 4; k++) {
+        int32_t pair;
+        memcpy(&pair, bs + 2 * k, 4);
+        ms = ACC_MADD16(ms, _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)mn[k])), _mm256_set1_epi32(pair));
+    }
+    return ms;
+}
+
 /* Row a's block as a tile takes it: its eight scales (bytes 0-7) and mins (8-15), and its
  * quants as 32 words, word k holding quants 8k..8k+7 as nibble pairs (step k % 8 of the
  * 64-quant group k / 8) */
@@ -2112,15 +2127,7 @@ static inline __attribute__((always_inline)) void q4_K_packed_tile(int64_t n, fl
         __m256 xdmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->dmin));
         #pragma GCC unroll 4
         for (int t = 0; t < T; t++) {
-            /* the mins against the 32-quant activation sums, as int16 pairs */
-            int16_t bs[8];
-            for (int sb = 0; sb < 8; sb++) bs[sb] = (int16_t)(y[t]->bsums[2 * sb] + y[t]->bsums[2 * sb + 1]);
-            __m256i ms = _mm256_setzero_si256();
-            for (int k = 0; k < 4; k++) {
-                int32_t pair;
-                memcpy(&pair, bs + 2 * k, 4);
-                ms = ACC_MADD16(ms, _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p->mn[k])), _mm256_set1_epi32(pair));
-            }
+            __m256i ms = mins_by_row(p->mn, y[t]);   /* the mins against the 32-quant activation sums */
             __m256 yd = _mm256_set1_ps(y[t]->d);
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot[t]), _mm256_mul_ps(yd, xd), acc[t]);
             accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ms), _mm256_mul_ps(yd, xdmin), accm[t]);
@@ -2174,11 +2181,14 @@ static size_t pack_q4_K_r8(int64_t n, const void *w, size_t stride, void *dst) {
     return (size_t)nb * sizeof(block_q4_K_r8);
 }
 
+/* The permutation that puts 32-bit element r of eight in lanes 2r and 2r + 1: a row's
+ * value for both of its lanes in the r8 tiles */
+static inline __m512i each_twice(void) { return _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0); }
+
 /* Group j's scales as int16 pairs (sub-block 2j, 2j + 1) by lane: each row's twice */
 static inline __m512i scale_pairs_by_lane(const uint8_t sc[8][2]) {
-    static const int32_t twice[16] = {0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7};
     __m256i pairs = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)sc));
-    return _mm512_permutexvar_epi32(_mm512_loadu_si512(twice), _mm512_castsi256_si512(pairs));
+    return _mm512_permutexvar_epi32(each_twice(), _mm512_castsi256_si512(pairs));
 }
 
 static inline __attribute__((always_inline)) void q4_K_r8_tile(int64_t n, float *out, size_t out_stride,
@@ -2230,14 +2240,7 @@ static inline __attribute__((always_inline)) void q4_K_r8_tile(int64_t n, float 
         for (int t = 0; t < T; t++) {
             /* a row's two lanes added, the rows packed into eight lanes */
             __m256i rows = _mm512_cvtepi64_epi32(_mm512_add_epi32(tot[t], _mm512_srli_epi64(tot[t], 32)));
-            int16_t bs[8];
-            for (int sb = 0; sb < 8; sb++) bs[sb] = (int16_t)(y[t]->bsums[2 * sb] + y[t]->bsums[2 * sb + 1]);
-            __m256i ms = _mm256_setzero_si256();
-            for (int k = 0; k < 4; k++) {
-                int32_t pair;
-                memcpy(&pair, bs + 2 * k, 4);
-                ms = ACC_MADD16(ms, _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p->mn[k])), _mm256_set1_epi32(pair));
-            }
+            __m256i ms = mins_by_row(p->mn, y[t]);
             __m256 yd = _mm256_set1_ps(y[t]->d);
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(rows), _mm256_mul_ps(yd, xd), acc[t]);
             accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ms), _mm256_mul_ps(yd, xdmin), accm[t]);
@@ -3132,7 +3135,6 @@ static inline __attribute__((always_inline)) void q5_K_r8_tile(int64_t n, float 
                                                                const block_q5_K_r8 *p, const void *x, size_t x_stride,
                                                                const int T) {
     const __m512i m4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10), lo16 = _mm512_set1_epi32(0xFFFF);
-    const __m512i twice = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
     __m512 acc[2][4];
     __m256 accm[2];
     #pragma GCC unroll 2
@@ -3150,16 +3152,8 @@ static inline __attribute__((always_inline)) void q5_K_r8_tile(int64_t n, float 
         #pragma GCC unroll 2
         for (int t = 0; t < T; t++) {
             y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
-            d[t] = _mm512_permutexvar_ps(twice, _mm512_castps256_ps512(_mm256_mul_ps(_mm256_set1_ps(y[t]->d), xd)));
-            /* the mins against the sub-block activation sums, as int16 pairs */
-            int16_t bs[8];
-            for (int sb = 0; sb < 8; sb++) bs[sb] = (int16_t)(y[t]->bsums[2 * sb] + y[t]->bsums[2 * sb + 1]);
-            __m256i ms = _mm256_setzero_si256();
-            for (int q = 0; q < 4; q++) {
-                int32_t pair;
-                memcpy(&pair, bs + 2 * q, 4);
-                ms = _mm256_dpwssd_epi32(ms, _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p->mn[q])), _mm256_set1_epi32(pair));
-            }
+            d[t] = _mm512_permutexvar_ps(each_twice(), _mm512_castps256_ps512(_mm256_mul_ps(_mm256_set1_ps(y[t]->d), xd)));
+            __m256i ms = mins_by_row(p->mn, y[t]);   /* the mins against the sub-block activation sums */
             accm[t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(-y[t]->d), xdmin), _mm256_cvtepi32_ps(ms), accm[t]);
         }
         #pragma GCC unroll 4
