@@ -249,6 +249,8 @@ void ll_kv_store(struct llambda_context *c, int layer, const float *k, const flo
 void ll_attention(struct llambda_context *c, int layer, const float *q, int n_tok, int pos0, float *out);
 /* y = x / sqrt(mean(x^2) + eps), optionally times w, over rows of n (in place allowed) */
 void ll_rms_norm_rows(float *y, const float *x, const ll_weight *w, int n, int rows, float eps);
+/* Σ x² in double, squares rounded to float, in a fixed order (norm.c) */
+double ll_sum_squares(const float *x, int64_t n);
 /* Scalar activations as llama.cpp evaluates them: silu through the SIMD exp of its
  * vector path; softplus and sigmoid through libm expf. */
 #define LL_MAX_CONV_K 16   /* the longest causal conv kernel accepted (real models: 4) */

@@ -29,8 +29,7 @@ static void dn_head(const dn_heads *d, int hv, int t) {
     /* decay, read against k, delta-rule update (row += k·beta·(v - pred)), read against q */
     d->kn->deltanet_rows(Mh, kh, qh, vh, decay, beta, d->inv_sqrt_s, o, S);
     /* gated RMSNorm over the head: RMSNorm(o)·w ⊙ ll_silu(z) */
-    double ss = 0;
-    for (int j = 0; j < S; j++) ss += (double)(o[j] * o[j]);
+    double ss = ll_sum_squares(o, S);
     float sc = 1.0f / sqrtf((float)(ss / S) + d->eps);
     float sz[256];   /* silu(z), a chunk at a time */
     for (int j0 = 0; j0 < S; j0 += 256) {

@@ -23,8 +23,7 @@ typedef struct conv_run {
 } conv_run;
 
 static void l2_normalize(float *x, int n, float eps) {   /* x / max(||x||, eps), squares summed in double */
-    double s = 0;
-    for (int i = 0; i < n; i++) s += (double)(x[i] * x[i]);
+    double s = ll_sum_squares(x, n);
     float scale = 1.0f / fmaxf(sqrtf((float)s), eps);
     for (int i = 0; i < n; i++) x[i] *= scale;
 }
