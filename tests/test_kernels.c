@@ -257,6 +257,25 @@ static void sum_share(void *arg, int ith, int nth) {
     ll_pool_fetch_while_idle(s->pool, ith, s->fetch + (size_t)ith * s->fetch_bytes, s->fetch_bytes);
 }
 
+/* ll_sum_squares (ops/norm.c), the norms' Σx²: every length through a few rounds of its
+ * eight sums and its tail, against a sequential long double sum of the same float
+ * squares; squares of small integers sum exactly in either order. */
+static void test_sum_squares(void) {
+    float x[2048];
+    uint32_t r = 12345;
+    for (int i = 0; i < 2048; i++) { r = r * 1103515245u + 12345u; x[i] = (float)((int)(r >> 8) % 20001 - 10000) * 1e-3f; }
+    for (int n = 0; n <= 2048; n = n < 40 ? n + 1 : 2 * n) {
+        long double want = 0;
+        for (int i = 0; i < n; i++) want += (long double)(x[i] * x[i]);
+        double got = ll_sum_squares(x, n);
+        CHECK(fabsl((long double)got - want) <= 1e-14L * (want > 1 ? want : 1), "n %d: %.17g against %.17Lg", n, got, want);
+    }
+    float k[37];
+    double exact = 0;
+    for (int i = 0; i < 37; i++) { k[i] = (float)(i - 18); exact += (double)(i - 18) * (i - 18); }
+    CHECK(ll_sum_squares(k, 37) == exact, "integers: %.17g against %.17g", ll_sum_squares(k, 37), exact);
+}
+
 /* Decode's plan (ops/matmul.c): each token's product sets noted in order, the same ones
  * token after token, which is what lets a thread done with one set prefetch its rows of
  * the next; prompts leave it alone. And pool tasks run right while threads prefetch. */
@@ -390,6 +409,7 @@ int main(void) {
         for (int v = 0; v < ns; v++)
             for (int ri = 0; ri < 4; ri++) compare_bf16_range(&scalar, &sets[v], ranges[ri][0], ranges[ri][1]);
     }
+    TEST("kernels: the norms' sum of squares, every length, against a sequential sum") test_sum_squares();
     TEST("kernels: decode notes each token's product sets in order; pool tasks run right while threads prefetch") test_decode_plan();
     TEST("kernels: large buffers for repacked weights start on a 2 MiB boundary, zeroed and writable") {
         size_t sizes[] = {(size_t)5 << 20 | 123, 4096, (size_t)2 << 20};
