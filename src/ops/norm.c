@@ -57,9 +57,10 @@ void ll_add(float *y, const float *x, int64_t n) {
 
 /* Σ x², each square rounded to float and summed in double, as llama.cpp does, but over
  * eight running sums (element i into sum i mod 8, added pairwise at the end) rather than
- * one: one chain of dependent double additions made a 2048-wide norm about 3 µs of each
- * decode step's serial work. In double the order almost never shows after the rounding to
- * float; the order is fixed, so the bits do not depend on threads or batch size. */
+ * one chain of dependent double additions: 2048 squares from cache in 250 ns instead of
+ * 1070, and a decode step runs its norms serially between products. In double the order
+ * almost never shows after the rounding to float; the order is fixed, so the bits do not
+ * depend on threads or batch size. */
 typedef float f32x4 __attribute__((vector_size(16)));
 typedef double f64x2 __attribute__((vector_size(16)));
 
