@@ -238,6 +238,8 @@ void ll_matmul_many(struct llambda_context *c, const ll_matmul_op *ops, int n_op
 ll_weight ll_weight_matrix(const ll_weight *w, int64_t e);
 void ll_add_bias(float *y, const ll_weight *b, int n_tok);
 void ll_rms_norm(float *y, const float *x, const ll_weight *w, int n, float eps);
+/* Fetch a small weight (a norm's vector) into cache ahead of its use */
+void ll_prefetch_small(const ll_weight *w);
 void ll_embed(const ll_weight *emb, int32_t tok, float *out);
 /* cos/sin for positions pos0.. and n_rot dims: cs[t][i] = (cos, sin) of pos·base^(-2i/n_rot)/freqs[i] */
 void ll_rope_cache(struct llambda_context *c, float *cs, int n_tok, int pos0, int n_rot, float base, const float *freqs);

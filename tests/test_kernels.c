@@ -276,6 +276,45 @@ static void test_sum_squares(void) {
     CHECK(ll_sum_squares(k, 37) == exact, "integers: %.17g against %.17g", ll_sum_squares(k, 37), exact);
 }
 
+/* RMS norm's scaling and the residual add, four lanes at a time: every element as the
+ * scalar loops compute it ((x·scale)·w rounded twice; y + x), at every length 0-40 and
+ * 64-2048 (a vector body that skipped or doubled a tail element fails), with and without
+ * a weight, and a norm in place (y = x). */
+static void test_norm_add_lanes(void) {
+    static float x[2048], w[2048], y[2048], z[2048];
+    uint32_t r = 777;
+    for (int i = 0; i < 2048; i++) {
+        r = r * 1103515245u + 12345u; x[i] = (float)((int)(r >> 8) % 20001 - 10000) * 1e-3f;
+        r = r * 1103515245u + 12345u; w[i] = (float)((int)(r >> 8) % 2001) * 1e-3f;
+    }
+    ll_weight wt = {.type = LLAMBDA_TYPE_F32, .cols = 2048, .rows = 1, .n_mat = 1, .row_bytes = 2048 * 4, .data = (const uint8_t *)w};
+    for (int n = 0; n <= 2048; n = n < 40 ? n + 1 : 2 * n) {
+        for (int with_w = 0; with_w < 2; with_w++) {
+            float scale = 1.0f / sqrtf((float)(ll_sum_squares(x, n) / (n ? n : 1)) + 1e-5f);
+            for (int i = 0; i < 2048; i++) y[i] = -7.0f;
+            if (n) ll_rms_norm_rows(y, x, with_w ? &wt : NULL, n, 1, 1e-5f);
+            int bad = -1;
+            for (int i = 0; i < n && bad < 0; i++) {
+                float want = with_w ? (x[i] * scale) * w[i] : x[i] * scale;
+                if (memcmp(&want, &y[i], 4)) bad = i;
+            }
+            CHECK(bad < 0, "norm n %d weight %d: element %d differs", n, with_w, bad);
+            CHECK(y[n] == -7.0f, "norm n %d weight %d wrote past the row", n, with_w);
+        }
+        for (int i = 0; i < 2048; i++) { y[i] = w[i]; z[i] = w[i] + x[i]; }
+        ll_add(y, x, n);
+        int bad = -1;
+        for (int i = 0; i < 2048 && bad < 0; i++)
+            if (memcmp(i < n ? &z[i] : &w[i], &y[i], 4)) bad = i;
+        CHECK(bad < 0, "add n %d: element %d differs", n, bad);
+    }
+    memcpy(y, x, sizeof y);
+    memcpy(z, x, sizeof z);
+    ll_rms_norm_rows(z, z, &wt, 2048, 1, 1e-5f);
+    ll_rms_norm_rows(y + 0, x, &wt, 2048, 1, 1e-5f);
+    CHECK(!memcmp(y, z, sizeof y), "a norm in place differs from one into another buffer");
+}
+
 /* Decode's plan (ops/matmul.c): each token's product sets noted in order, the same ones
  * token after token, which is what lets a thread done with one set prefetch its rows of
  * the next; prompts leave it alone. And pool tasks run right while threads prefetch. */
@@ -410,6 +449,7 @@ int main(void) {
             for (int ri = 0; ri < 4; ri++) compare_bf16_range(&scalar, &sets[v], ranges[ri][0], ranges[ri][1]);
     }
     TEST("kernels: the norms' sum of squares, every length, against a sequential sum") test_sum_squares();
+    TEST("kernels: the norms' scaling and the residual add in lanes give the scalar loops' bits, every length") test_norm_add_lanes();
     TEST("kernels: decode notes each token's product sets in order; pool tasks run right while threads prefetch") test_decode_plan();
     TEST("kernels: large buffers for repacked weights start on a 2 MiB boundary, zeroed and writable") {
         size_t sizes[] = {(size_t)5 << 20 | 123, 4096, (size_t)2 << 20};

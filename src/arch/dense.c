@@ -35,6 +35,7 @@ static void attention_block(struct llambda_context *c, const ll_layer *L, int l,
     const ll_hparams *h = &c->m->hp;
     int d = h->n_embd, qd = h->n_head * h->head_dim, kvd = h->n_head_kv * h->head_dim;
     ll_rms_norm_tokens(c, c->xb, c->x, &L->attn_norm, d, n, h->eps);
+    ll_prefetch_small(&L->ffn_norm);   /* the next norm's weights arrive while the products run */
     ll_matmul_op qkv[3] = {{&L->wq, c->xb, n, c->q}, {&L->wk, c->xb, n, c->k}, {&L->wv, c->xb, n, c->v}};
     ll_matmul_many(c, qkv, 3);   /* one pool task, the input converted once */
     ll_add_bias(c->q, &L->bq, n);
@@ -48,10 +49,11 @@ static void attention_block(struct llambda_context *c, const ll_layer *L, int l,
     ll_add_tokens(c, c->x, c->xb2, d, n);
 }
 
-static void ffn_block(struct llambda_context *c, const ll_layer *L, int n) {
+static void ffn_block(struct llambda_context *c, const ll_layer *L, const ll_weight *next_norm, int n) {
     const ll_hparams *h = &c->m->hp;
     int d = h->n_embd;
     ll_rms_norm_tokens(c, c->xb, c->x, &L->ffn_norm, d, n, h->eps);
+    ll_prefetch_small(next_norm);
     ll_matmul_op gate_up[2] = {{&L->w_gate, c->xb, n, c->hb}, {&L->w_up, c->xb, n, c->hb2}};
     ll_matmul_many(c, gate_up, 2);
     ll_swiglu_tokens(c, c->hb, c->hb2, h->n_ff, n);
@@ -77,7 +79,7 @@ llambda_status ll_dense_forward(struct llambda_context *c, const int32_t *tokens
     ll_rope_cache(c, c->rope_cs, n, pos, m->hp.n_rot, m->hp.rope_base, m->rope_freqs);
     for (int l = 0; l < m->hp.n_layer; l++) {
         attention_block(c, &m->layers[l], l, n, pos);
-        ffn_block(c, &m->layers[l], n);
+        ffn_block(c, &m->layers[l], l + 1 < m->hp.n_layer ? &m->layers[l + 1].attn_norm : &m->output_norm, n);
     }
     ll_output_head(c, n, logits, want);
     return LLAMBDA_OK;

@@ -154,6 +154,8 @@ static void attention_block(struct llambda_context *c, const ll_layer *Y, int l,
     int E = h->n_embd, H = h->n_head, D = h->head_dim_l[l], KV = h->n_head_kv_l[l], qd = H * D, kvd = KV * D;
     const float *cs = h->swa_l[l] ? c->rope_cs : c->rope_cs2;
     ll_rms_norm_rows_tokens(c, c->xb, c->x, &Y->attn_norm, E, 1, n, h->eps);
+    const ll_weight *later[] = {&Y->q_norm, &Y->k_norm, &Y->post_attn_norm, &Y->ffn_norm};   /* arrive while the products run */
+    for (int i = 0; i < 4; i++) ll_prefetch_small(later[i]);
     int own_kv = h->kv_src_l[l] == l;   /* else the layer reads another layer's cache */
     ll_matmul_op qkv[3] = {{&Y->wq, c->xb, n, c->q}, {&Y->wk, c->xb, n, c->k}, {&Y->wv, c->xb, n, c->v}};
     ll_matmul_many(c, qkv, own_kv ? (Y->wv.data ? 3 : 2) : 1);   /* one pool task */
@@ -176,6 +178,8 @@ static void ffn_block(struct llambda_context *c, const ll_layer *Y, int l, int n
     const ll_hparams *h = &c->m->hp;
     int E = h->n_embd, F = h->n_ff_l[l];
     ll_rms_norm_rows_tokens(c, c->xb, c->x, &Y->ffn_norm, E, 1, n, h->eps);
+    const ll_weight *later[] = {&Y->post_ffw_norm, &Y->post_ffw_norm_1, &Y->pre_ffw_norm_2, &Y->post_ffw_norm_2};
+    for (int i = 0; i < 4; i++) ll_prefetch_small(later[i]);   /* absent ones have no data */
     ll_matmul_op gate_up[2] = {{&Y->w_gate, c->xb, n, c->hb}, {&Y->w_up, c->xb, n, c->hb2}};
     ll_matmul_many(c, gate_up, 2);
     for (int t = 0; t < n; t++) ll_geglu(c->hb + (size_t)t * F, c->hb2 + (size_t)t * F, F);

@@ -187,10 +187,12 @@ static llambda_status qwen3next_forward(struct llambda_context *c, const int32_t
     for (int l = 0; l < h->n_layer; l++) {
         const ll_layer *Y = &m->layers[l];
         ll_rms_norm_rows_tokens(c, c->xb, c->x, &Y->attn_norm, E, 1, n, h->eps);
+        ll_prefetch_small(&Y->ffn_norm);   /* the next norm's weights arrive while the layer runs */
         if (h->kind_l[l] == LL_LAYER_DELTANET) ll_deltanet(c, Y, l, c->xb, n, c->xb2);
         else attention_block(c, Y, l, n, pos);
         ll_add_tokens(c, c->x, c->xb2, E, n);
         ll_rms_norm_rows_tokens(c, c->xb, c->x, &Y->ffn_norm, E, 1, n, h->eps);
+        ll_prefetch_small(l + 1 < h->n_layer ? &m->layers[l + 1].attn_norm : &m->output_norm);
         moe_block(c, Y, l, n);
         ll_add_tokens(c, c->x, c->xb2, E, n);
     }

@@ -51,9 +51,6 @@ void ll_sigmoid_row(float *y, const float *x, int64_t n) {
     }
 }
 
-void ll_add(float *y, const float *x, int64_t n) {
-    for (int64_t i = 0; i < n; i++) y[i] += x[i];
-}
 
 /* Σ x², each square rounded to float and summed in double, as llama.cpp does, but over
  * eight running sums (element i into sum i mod 8, added pairwise at the end) rather than
@@ -83,14 +80,54 @@ double ll_sum_squares(const float *x, int64_t n) {
     return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
+/* y += x, four lanes at a time. The plain loop stayed scalar (y and x may overlap, so
+ * the compiler would not vectorize it without a runtime check): 0.76 us of a decode
+ * step's serial path for 2048 floats, twice a layer. Each element's one addition is the
+ * same either way, so are the bits. */
+void ll_add(float *y, const float *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        f32x4 a, b;
+        memcpy(&a, y + i, sizeof a);
+        memcpy(&b, x + i, sizeof b);
+        a += b;
+        memcpy(y + i, &a, sizeof a);
+    }
+    for (; i < n; i++) y[i] += x[i];
+}
+
+/* y = (x·scale)·w (w may be NULL: y = x·scale), four lanes at a time for the reason of
+ * ll_add; the same two roundings per element as the scalar loop. */
+static void scale_mul(float *y, const float *x, float scale, const float *w, int n) {
+    const f32x4 s = {scale, scale, scale, scale};
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        f32x4 a, b;
+        memcpy(&a, x + i, sizeof a);
+        a *= s;
+        if (w) { memcpy(&b, w + i, sizeof b); a *= b; }
+        memcpy(y + i, &a, sizeof a);
+    }
+    for (; i < n; i++) y[i] = w ? (x[i] * scale) * w[i] : x[i] * scale;
+}
+
+/* A small weight (a norm's vector, at most its first 64 KiB) fetched into cache ahead of
+ * its use. A decode step runs its norms serially between products, and their weights,
+ * read once a token, came from memory: fetched a product earlier, a 2048-wide RMS norm of
+ * llama-3.2-1b took 1.2-1.5 us instead of 2.1-2.2 (two threads, means of 1952 calls). */
+void ll_prefetch_small(const ll_weight *w) {
+    if (!w->data) return;
+    size_t bytes = w->row_bytes * (size_t)(w->rows > 1 ? w->rows : 1);
+    if (bytes > ((size_t)64 << 10)) bytes = (size_t)64 << 10;
+    for (size_t i = 0; i < bytes; i += 64) __builtin_prefetch(w->data + i, 0, 3);
+}
+
 void ll_rms_norm_rows(float *y, const float *x, const ll_weight *w, int n, int rows, float eps) {
+    const float *wt = w && w->data ? (const float *)w->data : NULL;
     for (int r = 0; r < rows; r++) {
         const float *xr = x + (size_t)r * n;
-        float *yr = y + (size_t)r * n;
         double sum = ll_sum_squares(xr, n);
-        float scale = 1.0f / sqrtf((float)(sum / n) + eps);
-        if (w && w->data) { const float *wt = (const float *)w->data; for (int i = 0; i < n; i++) yr[i] = (xr[i] * scale) * wt[i]; }
-        else for (int i = 0; i < n; i++) yr[i] = xr[i] * scale;
+        scale_mul(y + (size_t)r * n, xr, 1.0f / sqrtf((float)(sum / n) + eps), wt, n);
     }
 }
 
