@@ -51,7 +51,6 @@ void ll_sigmoid_row(float *y, const float *x, int64_t n) {
     }
 }
 
-
 /* Σ x², each square rounded to float and summed in double, as llama.cpp does, but over
  * eight running sums (element i into sum i mod 8, added pairwise at the end) rather than
  * one chain of dependent double additions: 2048 squares from cache in 250 ns instead of
