@@ -240,6 +240,10 @@ void ll_add_bias(float *y, const ll_weight *b, int n_tok);
 void ll_rms_norm(float *y, const float *x, const ll_weight *w, int n, float eps);
 /* Fetch a small weight (a norm's vector) into cache ahead of its use */
 void ll_prefetch_small(const ll_weight *w);
+/* The norm the block after layer l opens with: layer l + 1's attn_norm, or the output norm */
+static inline const ll_weight *ll_next_layer_norm(const struct llambda_model *m, int l) {
+    return l + 1 < m->hp.n_layer ? &m->layers[l + 1].attn_norm : &m->output_norm;
+}
 void ll_embed(const ll_weight *emb, int32_t tok, float *out);
 /* cos/sin for positions pos0.. and n_rot dims: cs[t][i] = (cos, sin) of pos·base^(-2i/n_rot)/freqs[i] */
 void ll_rope_cache(struct llambda_context *c, float *cs, int n_tok, int pos0, int n_rot, float base, const float *freqs);

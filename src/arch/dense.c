@@ -79,7 +79,7 @@ llambda_status ll_dense_forward(struct llambda_context *c, const int32_t *tokens
     ll_rope_cache(c, c->rope_cs, n, pos, m->hp.n_rot, m->hp.rope_base, m->rope_freqs);
     for (int l = 0; l < m->hp.n_layer; l++) {
         attention_block(c, &m->layers[l], l, n, pos);
-        ffn_block(c, &m->layers[l], l + 1 < m->hp.n_layer ? &m->layers[l + 1].attn_norm : &m->output_norm, n);
+        ffn_block(c, &m->layers[l], ll_next_layer_norm(m, l), n);
     }
     ll_output_head(c, n, logits, want);
     return LLAMBDA_OK;

@@ -152,7 +152,7 @@ static llambda_status nemotron_forward(struct llambda_context *c, const int32_t 
     for (int l = 0; l < h->n_layer; l++) {
         const ll_layer *Y = &m->layers[l];
         ll_rms_norm_rows_tokens(c, c->xb, c->x, &Y->attn_norm, E, 1, n, h->eps);
-        ll_prefetch_small(l + 1 < h->n_layer ? &m->layers[l + 1].attn_norm : &m->output_norm);   /* arrives meanwhile */
+        ll_prefetch_small(ll_next_layer_norm(m, l));   /* arrives meanwhile */
         switch (h->kind_l[l]) {
         case LL_LAYER_MAMBA:
             ll_mamba2(c, Y, l, c->xb, n, c->xb2);

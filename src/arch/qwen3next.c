@@ -192,7 +192,7 @@ static llambda_status qwen3next_forward(struct llambda_context *c, const int32_t
         else attention_block(c, Y, l, n, pos);
         ll_add_tokens(c, c->x, c->xb2, E, n);
         ll_rms_norm_rows_tokens(c, c->xb, c->x, &Y->ffn_norm, E, 1, n, h->eps);
-        ll_prefetch_small(l + 1 < h->n_layer ? &m->layers[l + 1].attn_norm : &m->output_norm);
+        ll_prefetch_small(ll_next_layer_norm(m, l));
         moe_block(c, Y, l, n);
         ll_add_tokens(c, c->x, c->xb2, E, n);
     }
