@@ -5,6 +5,7 @@
 #include "llambda.h"
 #include <string.h>
 #include <math.h>
+#include <stdatomic.h>
 
 #if defined(__GNUC__)
 #define LL_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -258,6 +259,11 @@ void ll_attend_f16_scalar(const uint16_t *q16, const uint16_t *K, const uint16_t
                           int n, int ring, float scale, uint16_t *acc16, float *out);
 
 const ll_kernels *ll_kernels_get(void);
+/* How far ahead of the weight stream the vector kernels fetch, in bytes (dispatch.c): it
+ * follows the rate at which decode products stream (ll_note_stream_rate), as the bytes in
+ * flight that rate needs do. Only when bytes arrive changes, never a result. */
+extern atomic_int ll_stream_ahead_bytes;
+void ll_note_stream_rate(int64_t bytes, double seconds, int n_threads);
 int ll_vec_dot_type(int weight_type);   /* its activation format; -1 if the type cannot be multiplied */
 void ll_kernels_scalar(ll_kernels *k);
 #ifdef LL_HAVE_AVX2

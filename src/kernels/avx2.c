@@ -70,25 +70,36 @@ int ll_cpu_has_avx2(void) { return ll_cpu_has_avx2_base(); }
 #define ACC_DOT_U8I8_4(acc, u, s) _mm256_add_epi32((acc), DOT_U8I8_4((u), (s)))
 #endif
 
-/* Bytes ahead in the weight stream, prefetched as non-temporal (a weight is read once a
- * token: it need not displace the activations and the KV cache from L2). Session 13, AMD
- * family 26, two threads, alternating tg64 medians: 8 KiB rather than 16, llama-3.2-1b
- * Q4_K_M 58.5 -> 64.2 and 61.3 -> 65.9, Qwen3-Next (4 layers) 108.3 -> 112.0 and 107.2 ->
- * 114.2, Q4_0 and F16 even, 4 KiB in between; then the NTA hint instead of T0, Q4_K_M
- * 63.8 -> 69.1, Nemotron (6 layers) 77.2 -> 81.5, Qwen3-Next 112.2 -> 118.4; prompts even.
- * Session 15, per-token alternation in one process (which the host's drift does not
+/* How far ahead the kernels prefetch the weight stream, as non-temporal (a weight is read
+ * once a token: it need not displace the activations and the KV cache from L2). Session
+ * 13, AMD family 26, two threads, alternating tg64 medians: 8 KiB rather than 16,
+ * llama-3.2-1b Q4_K_M 58.5 -> 64.2 and 61.3 -> 65.9, Qwen3-Next (4 layers) 108.3 -> 112.0
+ * and 107.2 -> 114.2, Q4_0 and F16 even, 4 KiB in between; then the NTA hint instead of T0,
+ * Q4_K_M 63.8 -> 69.1, Nemotron (6 layers) 77.2 -> 81.5, Qwen3-Next 112.2 -> 118.4; prompts
+ * even. Session 15, per-token alternation in one process (which the host's drift does not
  * blur): 6 KiB rather than 8, tokens 1.2-1.9% faster in four runs on llama-3.2-1b Q4_K_M
- * and Qwen3-Next, even on BF16 and Nemotron; 4 KiB slower, 12 KiB slower. */
+ * and Qwen3-Next, even on BF16 and Nemotron; 4 KiB slower, 12 KiB slower. Session 24 found
+ * the best distance moving with the host's bandwidth level, and the decode rate now sets it,
+ * 4-6 KiB (ll_stream_ahead_bytes, dispatch.c): a kernel reads it once a call
+ * (stream_ahead) and passes it to each prefetch_ahead. The BF16 kernels and the 16-bit
+ * row kernels' pass_ahead keep the fixed PREFETCH_AHEAD: a llama-3.2-1b BF16 file kept 0.979
+ * and 0.948 of its read pass with the rate's distance against 0.994 and 0.964 with 6 KiB
+ * where passes read 45-50 and 50-55 GB/s (F16 and Q8_0 even or better with the rate's). */
 #define PREFETCH_AHEAD 6144
+static inline int stream_ahead(void) { return atomic_load_explicit(&ll_stream_ahead_bytes, memory_order_relaxed); }
 /* The AVX-512 Q6_K tile (the head of Qwen3-Next and of the Q4_K_M and Q5_K_M files) fetches
- * further ahead. Session 20, the Qwen3-Next head (Q6_K, 467 MB) from memory on two threads,
- * bench-proj: 80-82 GB/s at 6 KiB against 87-90 at 9 KiB in four alternations while the
- * host read 84-88 GB/s (a plain read then matched, where 6 KiB left it latency-bound), and
- * 53.8 against 53.2 GB/s twice while it read about 52 (12 KiB: 51); Qwen3-Next tg64 paired
- * against its read pass, 9 KiB for every kernel was no better than for Q6_K alone. */
-#define PREFETCH_AHEAD_Q6K 9216
-/* the weight stream at p, PREFETCH_AHEAD bytes on */
-static inline __attribute__((always_inline)) void prefetch_ahead(const void *p) { _mm_prefetch((const char *)p + PREFETCH_AHEAD, _MM_HINT_NTA); }
+ * half as far again. Session 20, the Qwen3-Next head (Q6_K, 467 MB) from memory on two
+ * threads, bench-proj: 80-82 GB/s at 6 KiB against 87-90 at 9 KiB in four alternations
+ * while the host read 84-88 GB/s, 53.8 against 53.2 twice while it read about 52 (12 KiB:
+ * 51). Session 24, a llama-3.2-1b Q6_K file, per-token alternation: where passes read ~50
+ * GB/s, 6 KiB kept 0.908 of the pass, 9 KiB 0.880; where they read ~80, 0.852 and 0.869. */
+#ifdef LL_AVX512
+static inline int stream_ahead_q6_K(void) { return stream_ahead() * 3 / 2; }
+#endif
+/* the weight stream at p, ahead (stream_ahead) bytes on */
+static inline __attribute__((always_inline)) void prefetch_ahead(const void *p, int ahead) {
+    _mm_prefetch((const char *)p + ahead, _MM_HINT_NTA);
+}
 
 /* Keeps a loaded vector in its register: the compiler would otherwise fold the load into
  * each instruction that uses it, reading the same bytes twice through the load ports,
@@ -214,12 +225,13 @@ static inline __m256 dpbf16_8(__m256 c, const uint16_t *a, const uint16_t *b) {
 /* scalar.c's dot_bf16 on CPUs without AVX512_BF16: its two 16-lane accumulators each as
  * two 8-lane halves, each reduced as reduce16 (hsum8 of the halves' sum) */
 static void dot_bf16(int64_t n, float *s, const void *w, const void *x) {
+    const int ahead = PREFETCH_AHEAD;   /* BF16 keeps the fixed distance (see PREFETCH_AHEAD) */
     const uint16_t *a = w, *b = x;
     __m256 c[2][2] = {{_mm256_setzero_ps(), _mm256_setzero_ps()}, {_mm256_setzero_ps(), _mm256_setzero_ps()}};
     int64_t i = 0;
     for (; i + 64 <= n; i += 64) {
-        prefetch_ahead(a + i);
-        prefetch_ahead(a + i + 32);
+        prefetch_ahead(a + i, ahead);
+        prefetch_ahead(a + i + 32, ahead);
         for (int h = 0; h < 2; h++) {
             c[h][0] = dpbf16_8(c[h][0], a + i + 32 * h, b + i + 32 * h);
             c[h][1] = dpbf16_8(c[h][1], a + i + 32 * h + 16, b + i + 32 * h + 16);
@@ -254,12 +266,13 @@ static inline BF16_TARGET __m512 dpbf16(__m512 c, const uint16_t *a, const uint1
 
 /* dot_bf16 with vdpbf16ps: a 64-element step is two instructions */
 static BF16_TARGET void dot_bf16_dp(int64_t n, float *s, const void *w, const void *x) {
+    const int ahead = PREFETCH_AHEAD;   /* BF16 keeps the fixed distance (see PREFETCH_AHEAD) */
     const uint16_t *a = w, *b = x;
     __m512 c0 = _mm512_setzero_ps(), c1 = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 64 <= n; i += 64) {
-        prefetch_ahead(a + i);
-        prefetch_ahead(a + i + 32);
+        prefetch_ahead(a + i, ahead);
+        prefetch_ahead(a + i + 32, ahead);
         c0 = dpbf16(c0, a + i, b + i);
         c1 = dpbf16(c1, a + i + 32, b + i + 32);
     }
@@ -313,6 +326,7 @@ static BF16_TARGET void dot_bf16_x8(int64_t n, float *out, const void *w, size_t
 /* F16 weight rows against activations rounded to f16 and held as f32: dot_f16_f16's
  * operations (four 16-lane accumulators), the weight stream prefetched */
 static void dot_f16(int64_t n, float *s, const void *w, const void *x) {
+    const int ahead = stream_ahead();
     const uint16_t *a = w;
     const float *b = x;
     int64_t i = 0;
@@ -320,8 +334,8 @@ static void dot_f16(int64_t n, float *s, const void *w, const void *x) {
     __m512 acc[4];
     for (int j = 0; j < 4; j++) acc[j] = _mm512_setzero_ps();
     for (; i + 64 <= n; i += 64) {
-        prefetch_ahead(a + i);
-        prefetch_ahead((const char *)(a + i) + 64);
+        prefetch_ahead(a + i, ahead);
+        prefetch_ahead((const char *)(a + i) + 64, ahead);
         for (int j = 0; j < 4; j++)
             acc[j] = _mm512_fmadd_ps(load_f16x16(a + i + 16 * j), _mm512_loadu_ps(b + i + 16 * j), acc[j]);
     }
@@ -330,8 +344,8 @@ static void dot_f16(int64_t n, float *s, const void *w, const void *x) {
     __m256 lo[4], hi[4];
     for (int j = 0; j < 4; j++) lo[j] = hi[j] = _mm256_setzero_ps();
     for (; i + 64 <= n; i += 64) {
-        prefetch_ahead(a + i);
-        prefetch_ahead((const char *)(a + i) + 64);
+        prefetch_ahead(a + i, ahead);
+        prefetch_ahead((const char *)(a + i) + 64, ahead);
         for (int j = 0; j < 4; j++) {
             const float *bj = b + i + 16 * j;
             lo[j] = _mm256_fmadd_ps(load_f16(a + i + 16 * j), _mm256_loadu_ps(bj), lo[j]);
@@ -455,6 +469,7 @@ static size_t pack_bf16_tile(int64_t n, const void *w, size_t stride, void *dst)
 
 /* dot_f16_x8 on a grouped tile: four rows a pass, each with dot_f16's four accumulators */
 static void dot_f16_tile(int64_t n, float *out, const void *tile, const float *b) {
+    const int ahead = stream_ahead();
     const int64_t full = n / 64 * 64;
     for (int g = 0; g < 8 / F16_GROUP; g++) {
         const uint16_t *p = tile16_at(tile, n, F16_GROUP, g * F16_GROUP, 0);
@@ -465,7 +480,7 @@ static void dot_f16_tile(int64_t n, float *out, const void *tile, const float *b
             for (int j = 0; j < 4; j++) c[r][j] = _mm512_setzero_ps();
         for (int64_t i = 0; i < full; i += 64, p += F16_GROUP * 64) {
             #pragma GCC unroll 8
-            for (int l = 0; l < 2 * F16_GROUP; l++) prefetch_ahead((const char *)p + 64 * l);
+            for (int l = 0; l < 2 * F16_GROUP; l++) prefetch_ahead((const char *)p + 64 * l, ahead);
             #pragma GCC unroll 4
             for (int j = 0; j < 4; j++) {
                 __m512 y = _mm512_loadu_ps(b + i + 16 * j);
@@ -484,6 +499,7 @@ static void dot_f16_tile(int64_t n, float *out, const void *tile, const float *b
 
 /* dot_bf16_x8 on a grouped tile: the eight rows at once, each with dot_bf16_dp's two accumulators */
 static BF16_TARGET void dot_bf16_tile(int64_t n, float *out, const void *tile, const uint16_t *b) {
+    const int ahead = PREFETCH_AHEAD;   /* BF16 keeps the fixed distance (see PREFETCH_AHEAD) */
     const int64_t full = n / 64 * 64;
     const uint16_t *p = tile;
     __m512 c[8][2];
@@ -493,8 +509,8 @@ static BF16_TARGET void dot_bf16_tile(int64_t n, float *out, const void *tile, c
         __m512bh y0 = (__m512bh)_mm512_loadu_si512(b + i), y1 = (__m512bh)_mm512_loadu_si512(b + i + 32);
         #pragma GCC unroll 8
         for (int r = 0; r < 8; r++) {
-            prefetch_ahead((const char *)(p + 64 * r));
-            prefetch_ahead((const char *)(p + 64 * r) + 64);
+            prefetch_ahead((const char *)(p + 64 * r), ahead);
+            prefetch_ahead((const char *)(p + 64 * r) + 64, ahead);
             c[r][0] = _mm512_dpbf16_ps(c[r][0], (__m512bh)_mm512_loadu_si512(p + 64 * r), y0);
             c[r][1] = _mm512_dpbf16_ps(c[r][1], (__m512bh)_mm512_loadu_si512(p + 64 * r + 32), y1);
         }
@@ -663,6 +679,7 @@ static void pass_row_bf16(const float *x, void *y, int64_t n) {
  * gives a repacked span's stride), whatever tiles they fall in */
 static inline __attribute__((always_inline)) void pass_rows_from(int G, int n_pass, int64_t n, const uint8_t *w,
                                                                  size_t stride, int b0, int R, uint16_t *dst, size_t ws) {
+    const int ahead = stream_ahead();
     const int64_t full = n / LL_PASS_STEP * LL_PASS_STEP, P = full / n_pass, unit = LL_PASS_STEP / n_pass;
     for (int r = 0; r < R; r++) {
         const uint8_t *tile = w + (size_t)((b0 + r) / 8) * 8 * stride;
@@ -670,8 +687,8 @@ static inline __attribute__((always_inline)) void pass_rows_from(int G, int n_pa
         uint16_t *d = dst + (size_t)r * ws;
         for (int64_t i = 0; i < full; i += LL_PASS_STEP) {
             const uint16_t *s = G ? tile16_at(tile, n, G, (b0 + r) % 8, i) : row + i;
-            prefetch_ahead(s);
-            prefetch_ahead(s + 32);
+            prefetch_ahead(s, ahead);
+            prefetch_ahead(s + 32, ahead);
             for (int j = 0; j < n_pass; j++)
                 for (int64_t e = 0; e < unit; e += 16)
                     _mm256_storeu_si256((__m256i *)(d + j * P + i / n_pass + e), _mm256_loadu_si256((const __m256i *)(s + j * unit + e)));
@@ -1140,6 +1157,7 @@ static void dot_mxfp4(int64_t n, float *s, const void *w, const void *x) { dot_b
  * same operations per row, so the same bits, without one long chain of dependent adds). */
 static inline __attribute__((always_inline)) void dot_blocks32_x8(int type, int64_t n, float *out, const void *w,
                                                                   size_t stride, const void *x) {
+    const int ahead = stream_ahead();
     const int q8_1 = type == LLAMBDA_TYPE_Q4_1 || type == LLAMBDA_TYPE_Q5_1;
     const uint8_t *wb = w;
     const size_t bs = block32_bytes(type);
@@ -1149,7 +1167,7 @@ static inline __attribute__((always_inline)) void dot_blocks32_x8(int type, int6
         float d[8], m[8], ys, yd = act32_scale(type, x, i, &ys);
         for (int r = 0; r < 8; r++) {
             const uint8_t *row = wb + (size_t)r * stride;
-            prefetch_ahead((const char *)row + (size_t)i * bs);
+            prefetch_ahead((const char *)row + (size_t)i * bs, ahead);
             isum[r] = block32_sum(type, row, i, x, &d[r], &m[r]);
         }
         __m256 is = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)isum));
@@ -1245,6 +1263,7 @@ static size_t pack_mxfp4_x8(int64_t n, const void *w, size_t stride, void *dst) 
 static inline __attribute__((always_inline)) void packed_4bit_tile(int type, int64_t n, float *out, size_t out_stride,
                                                                    const void *tile, const void *x, size_t x_stride,
                                                                    const int T) {
+    const int ahead = stream_ahead();
     const int q8_1 = type == LLAMBDA_TYPE_Q4_1 || type == LLAMBDA_TYPE_Q5_1;   /* Q8_1 activations, a minimum */
     const size_t bs = type == LLAMBDA_TYPE_Q5_1 ? sizeof(block_q5_1_x8) : sizeof(block_4bit_x8);
     const __m256i m4 = _mm256_set1_epi8(0x0F);
@@ -1256,9 +1275,9 @@ static inline __attribute__((always_inline)) void packed_4bit_tile(int type, int
     for (int t = 0; t < T; t++) sum[t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / 32; i++) {
         const block_4bit_x8 *p = (const block_4bit_x8 *)((const uint8_t *)tile + (size_t)i * bs);
-        prefetch_ahead(p);
-        prefetch_ahead((const char *)p + 64);
-        prefetch_ahead((const char *)p + 128);
+        prefetch_ahead(p, ahead);
+        prefetch_ahead((const char *)p + 64, ahead);
+        prefetch_ahead((const char *)p + 128, ahead);
         const int8_t *yq[4];
         #pragma GCC unroll 4
         for (int t = 0; t < T; t++)
@@ -1432,13 +1451,14 @@ static void x8_t4_by_rows(ll_vec_dot_fn dot, int64_t n, float *out, size_t out_s
 /* scalar.c's dot_q2_K: per block the exact integer sums of scale x (values x activations)
  * and of min x (the activations' 16-group sums), then its one float step. */
 static void dot_q2_K(int64_t n, float *s, const void *w, const void *x) {
+    const int ahead = stream_ahead();
     const block_q2_K *a = w;
     const block_q8_K *b = x;
     const __m256i m3 = _mm256_set1_epi8(3);
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        prefetch_ahead(a + i);
-        prefetch_ahead((const char *)(a + i) + 64);
+        prefetch_ahead(a + i, ahead);
+        prefetch_ahead((const char *)(a + i) + 64, ahead);
         int msum = 0;
         for (int g = 0; g < 16; g++) msum += b[i].bsums[g] * (a[i].scales[g] >> 4);
         __m256i acc = _mm256_setzero_si256();
@@ -1492,6 +1512,7 @@ static size_t pack_q2_K_x8(int64_t n, const void *w, size_t stride, void *dst) {
 static inline __attribute__((always_inline)) void q2_K_packed_tile(int64_t n, float *out, size_t out_stride,
                                                                    const block_q2_K_x8 *p, const void *x,
                                                                    size_t x_stride, const int T) {
+    const int ahead = stream_ahead();
     const __m256i m3 = _mm256_set1_epi8(3);
     __m256 sum[2];
     #pragma GCC unroll 2
@@ -1502,7 +1523,7 @@ static inline __attribute__((always_inline)) void q2_K_packed_tile(int64_t n, fl
         for (int t = 0; t < T; t++) y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
         #pragma GCC unroll 13
         for (int l = 0; l < 13; l++)   /* the whole 800-byte block */
-            prefetch_ahead((const char *)p + 64 * l);
+            prefetch_ahead((const char *)p + 64 * l, ahead);
         __m256i isum[2], msum[2];
         #pragma GCC unroll 2
         for (int t = 0; t < T; t++) isum[t] = msum[t] = _mm256_setzero_si256();
@@ -1554,6 +1575,7 @@ static inline __attribute__((always_inline)) void q2_K_packed_tile(int64_t n, fl
  * and scale multiply serves both groups; the halves are added once per block. The same
  * exact integer sums as q2_K_packed_tile, then its float step: the same bits. */
 static void q2_K_packed_tile_x1(int64_t n, float *out, const block_q2_K_x8 *p, const block_q8_K *y) {
+    const int ahead = stream_ahead();
     const __m512i m3 = _mm512_set1_epi8(3);
     __m512i lanes[4];   /* dword q in the low half, q + 4 in the high */
     for (int q = 0; q < 4; q++) lanes[q] = set_halves_epi32(q, q + 4);
@@ -1561,7 +1583,7 @@ static void q2_K_packed_tile_x1(int64_t n, float *out, const block_q2_K_x8 *p, c
     for (int64_t i = 0; i < n / QK_K; i++, p++, y++) {
         #pragma GCC unroll 13
         for (int l = 0; l < 13; l++)   /* the whole 800-byte block */
-            prefetch_ahead((const char *)p + 64 * l);
+            prefetch_ahead((const char *)p + 64 * l, ahead);
         __m512i V[2][4];   /* [h][q]: steps q | q + 4 of half h */
         #pragma GCC unroll 2
         for (int h = 0; h < 2; h++)
@@ -1616,13 +1638,14 @@ static void dot_q2_K_packed(int64_t n, float *out, size_t out_stride, const void
  * then one float step. Values are taken as q + 4 (0..7: two low bits, plus 4 where the
  * high bit is set), the 4 x Σy of each 16-group (the activations' bsums) taken off after. */
 static void dot_q3_K(int64_t n, float *s, const void *w, const void *x) {
+    const int ahead = stream_ahead();
     const block_q3_K *a = w;
     const block_q8_K *b = x;
     const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
     float sum = 0;
     for (int64_t i = 0; i < n / QK_K; i++) {
-        prefetch_ahead(a + i);
-        prefetch_ahead((const char *)(a + i) + 64);
+        prefetch_ahead(a + i, ahead);
+        prefetch_ahead((const char *)(a + i) + 64, ahead);
         int8_t S[16];
         ll_q3_K_scales(a[i].scales, S);
         int ofs = 0;
@@ -1689,6 +1712,7 @@ static size_t pack_q3_K_x8(int64_t n, const void *w, size_t stride, void *dst) {
 static inline __attribute__((always_inline)) void q3_K_packed_tile(int64_t n, float *out, size_t out_stride,
                                                                    const block_q3_K_x8 *p, const void *x,
                                                                    size_t x_stride, const int T) {
+    const int ahead = stream_ahead();
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256 sum[2];
     #pragma GCC unroll 2
@@ -1699,7 +1723,7 @@ static inline __attribute__((always_inline)) void q3_K_packed_tile(int64_t n, fl
         for (int t = 0; t < T; t++) y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
         #pragma GCC unroll 19
         for (int l = 0; l < 19; l++)   /* the whole 1168-byte block */
-            prefetch_ahead((const char *)p + 64 * l);
+            prefetch_ahead((const char *)p + 64 * l, ahead);
         __m256i isum[2];
         #pragma GCC unroll 2
         for (int t = 0; t < T; t++) isum[t] = _mm256_setzero_si256();
@@ -1750,15 +1774,16 @@ static void dot_q3_K_packed(int64_t n, float *out, size_t out_stride, const void
  * dot of elements 4m..4m+3 times the scale, summed over the block; one fused
  * multiply-add per lane per block, hsum8. */
 static void dot_iq4_xs(int64_t n, float *s, const void *w, const void *x) {
+    const int ahead = stream_ahead();
     const block_iq4_xs *a = w;
     const block_q8_K *b = x;
     const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)ll_kvalues_iq4nl));
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
-        prefetch_ahead(a + i);
-        prefetch_ahead((const char *)(a + i) + 64);
-        prefetch_ahead((const char *)(a + i) + 128);
+        prefetch_ahead(a + i, ahead);
+        prefetch_ahead((const char *)(a + i) + 64, ahead);
+        prefetch_ahead((const char *)(a + i) + 128, ahead);
         __m256i lane = _mm256_setzero_si256();
         #pragma GCC unroll 8
         for (int sb = 0; sb < 8; sb++) {
@@ -1814,6 +1839,7 @@ static inline __m256i scale_pairs_i8(const int8_t *s8) {
 static inline __attribute__((always_inline)) void iq4_xs_packed_tile(int64_t n, float *out, size_t out_stride,
                                                                      const block_iq4_xs_x8 *p, const void *x,
                                                                      size_t x_stride, const int T) {
+    const int ahead = stream_ahead();
     const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)ll_kvalues_iq4nl));
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256 acc[2][8];
@@ -1826,7 +1852,7 @@ static inline __attribute__((always_inline)) void iq4_xs_packed_tile(int64_t n, 
         for (int t = 0; t < T; t++) y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
         #pragma GCC unroll 18
         for (int l = 0; l < 18; l++)   /* the whole 1104-byte block */
-            prefetch_ahead((const char *)p + 64 * l);
+            prefetch_ahead((const char *)p + 64 * l, ahead);
         __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d));
         __m256i ls[8];   /* each sub-block's row scales as int16 pairs (s, s) */
         #pragma GCC unroll 8
@@ -1876,6 +1902,7 @@ static inline __attribute__((always_inline)) void iq4_xs_packed_tile(int64_t n, 
  * mask: AVX-512 has no byte sign), the same integers; each row lane gets the tile's fused
  * multiply-add per block in its order, and the halves added pairwise are its hsum8. */
 static void iq4_xs_packed_tile_x1(int64_t n, float *out, const block_iq4_xs_x8 *p, const block_q8_K *y) {
+    const int ahead = stream_ahead();
     const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)ll_kvalues_iq4nl));
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const __m512i shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
@@ -1886,7 +1913,7 @@ static void iq4_xs_packed_tile_x1(int64_t n, float *out, const block_iq4_xs_x8 *
     for (int64_t i = 0; i < n / QK_K; i++, p++, y++) {
         #pragma GCC unroll 18
         for (int l = 0; l < 18; l++)   /* the whole 1104-byte block */
-            prefetch_ahead((const char *)p + 64 * l);
+            prefetch_ahead((const char *)p + 64 * l, ahead);
         __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d)), _mm256_set1_ps(y->d));
         __m512 d2 = dup_halves(d);
         __m512i ls[8], yv[8];
@@ -1931,6 +1958,7 @@ static void dot_iq4_xs_packed(int64_t n, float *out, size_t out_stride, const vo
  * applies the per-row fused multiply-adds, eight rows per vector. */
 #define X8_MAX_BLOCKS 64
 static void dot_q4_K_x8(int64_t n, float *out, const void *w, size_t stride, const void *x) {
+    const int ahead = stream_ahead();
     const uint8_t *wb = w;
     const block_q8_K *b = x;
     int64_t nb = n / QK_K;
@@ -1944,9 +1972,9 @@ static void dot_q4_K_x8(int64_t n, float *out, const void *w, size_t stride, con
         const block_q4_K *a = (const block_q4_K *)(wb + (size_t)r * stride);
         for (int64_t i = 0; i < nb; i++) {
             /* the rows are contiguous: keep the stream ahead of us in flight */
-            prefetch_ahead(&a[i]);
-            prefetch_ahead((const char *)&a[i] + 64);
-            prefetch_ahead((const char *)&a[i] + 128);
+            prefetch_ahead(&a[i], ahead);
+            prefetch_ahead((const char *)&a[i] + 64, ahead);
+            prefetch_ahead((const char *)&a[i] + 128, ahead);
             uint32_t u[4];
             k4_unpack(a[i].scales, u);
             const uint8_t *sc = (const uint8_t *)u;
@@ -2082,6 +2110,7 @@ static size_t pack_q4_K_x8(int64_t n, const void *w, size_t stride, void *dst) {
 static inline __attribute__((always_inline)) void q4_K_packed_tile(int64_t n, float *out, size_t out_stride,
                                                                    const block_q4_K_x8 *p, const void *x,
                                                                    size_t x_stride, const int T) {
+    const int ahead = stream_ahead();
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256 acc[4], accm[4];
     #pragma GCC unroll 4
@@ -2097,7 +2126,7 @@ static inline __attribute__((always_inline)) void q4_K_packed_tile(int64_t n, fl
         for (int j = 0; j < 4; j++) {
             #pragma GCC unroll 5
             for (int l = 0; l < 5; l++)   /* the whole 1152-byte block, a quarter per j */
-                prefetch_ahead((const char *)p + 64 * (5 * j + l));
+                prefetch_ahead((const char *)p + 64 * (5 * j + l), ahead);
             __m256i lo[4], hi[4];   /* the two sub-blocks of group j, per token */
             #pragma GCC unroll 4
             for (int t = 0; t < T; t++) lo[t] = hi[t] = _mm256_setzero_si256();
@@ -2194,6 +2223,7 @@ static inline __m512i scale_pairs_by_lane(const uint8_t sc[8][2]) {
 static inline __attribute__((always_inline)) void q4_K_r8_tile(int64_t n, float *out, size_t out_stride,
                                                                const block_q4_K_r8 *p, const void *x, size_t x_stride,
                                                                const int T) {
+    const int ahead = stream_ahead();
     const __m512i m4 = _mm512_set1_epi8(0x0F), lo16 = _mm512_set1_epi32(0xFFFF);
     __m256 acc[4], accm[4];
     #pragma GCC unroll 4
@@ -2209,7 +2239,7 @@ static inline __attribute__((always_inline)) void q4_K_r8_tile(int64_t n, float 
         for (int j = 0; j < 4; j++) {
             #pragma GCC unroll 5
             for (int l = 0; l < 5; l++)   /* the whole 1152-byte block, a quarter per j */
-                prefetch_ahead((const char *)p + 64 * (5 * j + l));
+                prefetch_ahead((const char *)p + 64 * (5 * j + l), ahead);
             __m512i lo[4], hi[4];
             #pragma GCC unroll 4
             for (int t = 0; t < T; t++) lo[t] = hi[t] = _mm512_setzero_si512();
@@ -2312,15 +2342,16 @@ static inline void q6_K_scales(const int8_t *s, __m256i sc[8]) {
 }
 
 static void dot_q6_K(int64_t n, float *s, const void *w, const void *x) {
+    const int ahead = stream_ahead();
     const block_q6_K *a = w; const block_q8_K *b = x;
     const __m256i m32 = _mm256_set1_epi8(32);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++) {
         float d = b[i].d * LL_FP16(a[i].d);
-        prefetch_ahead(&a[i]);
-        prefetch_ahead((const char *)&a[i] + 64);
-        prefetch_ahead((const char *)&a[i] + 128);
-        prefetch_ahead((const char *)&a[i] + 192);
+        prefetch_ahead(&a[i], ahead);
+        prefetch_ahead((const char *)&a[i] + 64, ahead);
+        prefetch_ahead((const char *)&a[i] + 128, ahead);
+        prefetch_ahead((const char *)&a[i] + 192, ahead);
         __m256i q[8], sc[8], s0 = _mm256_setzero_si256(), s1 = s0;   /* two chains: halves the latency */
         q6_K_unpack_half(&a[i], 0, q);
         q6_K_unpack_half(&a[i], 1, q + 4);
@@ -2423,6 +2454,7 @@ static size_t pack_q6_K_x8(int64_t n, const void *w, size_t stride, void *dst) {
 static inline __attribute__((always_inline)) void q6_K_packed_tile(int64_t n, float *out, size_t out_stride,
                                                                    const block_q6_K_x8 *p, const void *x,
                                                                    size_t x_stride, const int T) {
+    const int ahead = stream_ahead();
     const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
     __m256 acc[4][8];
     #pragma GCC unroll 4
@@ -2449,7 +2481,7 @@ static inline __attribute__((always_inline)) void q6_K_packed_tile(int64_t n, fl
         for (int k = 0; k < 8; k++) {
             #pragma GCC unroll 4
             for (int l = 0; l < 4; l++)   /* the whole 1680-byte block: 27 lines, 4 per step */
-                prefetch_ahead((const char *)p + 64 * (4 * k + l));
+                prefetch_ahead((const char *)p + 64 * (4 * k + l), ahead);
             __m256i lane[4];   /* lane k of dot_q6_K's sum, for the eight rows */
             #pragma GCC unroll 4
             for (int t = 0; t < T; t++) lane[t] = _mm256_setzero_si256();
@@ -2549,6 +2581,7 @@ static inline __attribute__((always_inline)) void q6_K_r8_tile(int64_t n, float 
         {0, 4, 0, 4, 0, 4, 0, 4, 1, 5, 1, 5, 1, 5, 1, 5, 2, 6, 2, 6, 2, 6, 2, 6, 3, 7, 3, 7, 3, 7, 3, 7},
         {8, 12, 8, 12, 8, 12, 8, 12, 9, 13, 9, 13, 9, 13, 9, 13, 10, 14, 10, 14, 10, 14, 10, 14, 11, 15, 11, 15, 11, 15, 11, 15}};
     const __m512i sidx[2] = {_mm512_loadu_si512(scale_word[0]), _mm512_loadu_si512(scale_word[1])};
+    const int q6k_ahead = stream_ahead_q6_K();
     __m256 acc[2][8];
     #pragma GCC unroll 2
     for (int t = 0; t < T; t++)
@@ -2567,11 +2600,12 @@ static inline __attribute__((always_inline)) void q6_K_r8_tile(int64_t n, float 
                 nofs[t][q] = _mm512_sub_epi32(_mm512_setzero_si512(),
                                               _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(32), _mm512_loadu_si512(y[t]->qs + 64 * q)));
         }
+        const char *ahead = (const char *)p + q6k_ahead;
         #pragma GCC unroll 8
         for (int r = 0; r < 8; r++) {
             #pragma GCC unroll 4
             for (int l = 0; l < 4; l++)   /* the 1680-byte block: 27 lines over the rows */
-                if (4 * r + l < 27) _mm_prefetch((const char *)p + PREFETCH_AHEAD_Q6K + 64 * (4 * r + l), _MM_HINT_NTA);
+                if (4 * r + l < 27) _mm_prefetch(ahead + 64 * (4 * r + l), _MM_HINT_NTA);
             const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p->row[r].sc));
             __m512i lane[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
             #pragma GCC unroll 2
@@ -2832,6 +2866,7 @@ static inline __m512 q8_0_pair_scales(__m512 d8, int p) {
 /* A tile against one activation row: each row dot_q8_0's operations on its eight lanes
  * (scale = row scale x activation scale, as there), so its bits. */
 static void q8_0_packed_rows(int64_t n, float *out, const uint8_t *tile, const block_q8_0 *y) {
+    const int ahead = stream_ahead();
     const int64_t nb = n / 32;
     const uint8_t *qs = tile;
     __m512 acc[4];
@@ -2846,7 +2881,7 @@ static void q8_0_packed_rows(int64_t n, float *out, const uint8_t *tile, const b
      * day. The host's state decides; re-measure before changing it back. */
     for (int64_t i = 0; i < nb; i++, qs += Q8_0_X8_BYTES) {
         #pragma GCC unroll 5
-        for (int l = 0; l < 5; l++) prefetch_ahead(qs + 64 * l);
+        for (int l = 0; l < 5; l++) prefetch_ahead(qs + 64 * l, ahead);
         __m512i yv = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)y[i].qs));
         __m512i start = _mm512_broadcast_i64x4(dot_start((char)Q8_0_PACK_BIAS, y[i].qs));
         __m512 d8 = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(qs + Q8_0_X8_QS))),
@@ -2917,12 +2952,13 @@ static size_t pack_q8_0_x8(int64_t n, const void *w, size_t stride, void *dst) {
 /* A repacked tile against one activation row: each row dot_q8_0's operations in its own
  * accumulator, so its bits. */
 static void q8_0_packed_rows(int64_t n, float *out, const block_q8_0 *p, const block_q8_0 *y) {
+    const int ahead = stream_ahead();
     __m256 acc[8];
     for (int r = 0; r < 8; r++) acc[r] = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / 32; i++, p += 8) {
         #pragma GCC unroll 5
         for (int l = 0; l < 5; l++)   /* the 272 bytes of the eight blocks */
-            prefetch_ahead((const char *)p + 64 * l);
+            prefetch_ahead((const char *)p + 64 * l, ahead);
         __m256i yq = _mm256_loadu_si256((const __m256i *)y[i].qs);
         float yd = LL_FP16(y[i].d);
         #pragma GCC unroll 8
@@ -2982,6 +3018,7 @@ static size_t pack_q4_0_x8(int64_t n, const void *w, size_t stride, void *dst) {
 static inline __attribute__((always_inline)) void q4_0_packed_tile(int64_t n, float *out, size_t out_stride,
                                                                    const block_q4_0_x8 *p, const void *x,
                                                                    size_t x_stride, const int T) {
+    const int ahead = stream_ahead();
     const __m256i m4 = _mm256_set1_epi8(0x0F), b8 = _mm256_set1_epi8(8);
     __m256 acc[4];
     #pragma GCC unroll 4
@@ -2989,7 +3026,7 @@ static inline __attribute__((always_inline)) void q4_0_packed_tile(int64_t n, fl
     for (int64_t i = 0; i < n / 32; i++, p++) {
         #pragma GCC unroll 3
         for (int l = 0; l < 3; l++)   /* the 144-byte block */
-            prefetch_ahead((const char *)p + 64 * l);
+            prefetch_ahead((const char *)p + 64 * l, ahead);
         const block_q8_0 *y[4];
         __m256i isum[4];
         #pragma GCC unroll 4
@@ -3134,6 +3171,7 @@ static size_t pack_q5_K_r8(int64_t n, const void *w, size_t stride, void *dst) {
 static inline __attribute__((always_inline)) void q5_K_r8_tile(int64_t n, float *out, size_t out_stride,
                                                                const block_q5_K_r8 *p, const void *x, size_t x_stride,
                                                                const int T) {
+    const int ahead = stream_ahead();
     const __m512i m4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10), lo16 = _mm512_set1_epi32(0xFFFF);
     __m512 acc[2][4];
     __m256 accm[2];
@@ -3160,7 +3198,7 @@ static inline __attribute__((always_inline)) void q5_K_r8_tile(int64_t n, float 
         for (int st = 0; st < 4; st++) {
             #pragma GCC unroll 6
             for (int l = 0; l < 6; l++)   /* the 1440-byte block: 23 lines, 6 per step pair */
-                if (6 * st + l < 23) prefetch_ahead((const char *)p + 64 * (6 * st + l));
+                if (6 * st + l < 23) prefetch_ahead((const char *)p + 64 * (6 * st + l), ahead);
             __m512i h = _mm512_loadu_si512(p->s[st].qh);
             __m512i lane[2];
             #pragma GCC unroll 2

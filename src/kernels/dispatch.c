@@ -26,6 +26,39 @@ static void choose(void) {
 #endif
 }
 
+/* The vector kernels fetch the weight stream ahead of their loads: far enough that the
+ * bytes in flight cover the memory's latency at the rate a thread streams (Little's law),
+ * and no further. The best fixed distance moved with this shared host's bandwidth level.
+ * Session 24, llama-3.2-1b Q4_K_M, two threads, per-token alternation in one process (each
+ * timed token against a read pass just before it, binned by that pass): where passes read
+ * 45-50 and 50-55 GB/s, 4 KiB (the Q6_K tile 6) kept 0.885 and 0.875 of the pass, 6 KiB
+ * (Q6_K 9, the fixed distances before) 0.868 and 0.855; where they read over 78, 0.776
+ * against 0.793. So a thread's recent decode rate sets the distance, rate x
+ * STREAM_LATENCY_NS within the two measured ends (the Q6_K tile fetches half as far
+ * again): 4 KiB at about 23 GB/s a thread or less, 6 KiB at 34 or more. Against the fixed
+ * 6 KiB, two runs of 400 and 500 tokens a variant: 0.907 and 0.904 against 0.896 and 0.890
+ * at 45-50 GB/s, 0.897 and 0.893 against 0.865 and 0.881 at 50-55, 0.805 and 0.807 against
+ * 0.810 and 0.802 over 78; a llama-3.2-1b Q6_K file 0.940 and 0.924 against 0.902 and 0.899
+ * at 45-50, 0.852 and 0.850 against 0.854 and 0.847 over 78. A latency of 220 ns instead of
+ * 180 fell between the two. */
+#define STREAM_LATENCY_NS 180
+#define STREAM_AHEAD_MIN 4096
+#define STREAM_AHEAD_MAX 6144
+atomic_int ll_stream_ahead_bytes = STREAM_AHEAD_MAX;
+static atomic_int stream_rate;   /* bytes per microsecond a thread, a running mean; 0 before any */
+
+void ll_note_stream_rate(int64_t bytes, double seconds, int n_threads) {
+    if (!(seconds > 0) || n_threads < 1) return;
+    double now = (double)bytes / seconds / n_threads * 1e-6;
+    if (!(now < 1e7)) return;
+    int mean = atomic_load_explicit(&stream_rate, memory_order_relaxed);
+    mean = mean ? mean + (int)((now - mean) / 8) : (int)now;   /* about the last eight sets */
+    atomic_store_explicit(&stream_rate, mean, memory_order_relaxed);
+    long ahead = (long)mean * STREAM_LATENCY_NS / 1000 / 64 * 64;
+    ahead = ahead < STREAM_AHEAD_MIN ? STREAM_AHEAD_MIN : ahead > STREAM_AHEAD_MAX ? STREAM_AHEAD_MAX : ahead;
+    atomic_store_explicit(&ll_stream_ahead_bytes, (int)ahead, memory_order_relaxed);
+}
+
 const ll_kernels *ll_kernels_get(void) {
     pthread_once(&once, choose);
     return &kernels;

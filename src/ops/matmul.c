@@ -308,7 +308,11 @@ static void run_set(struct llambda_context *c, const matmul_job *jobs, int n) {
         atomic_init(&set.next_item, (long)item_at_byte(its, n, set.own_bytes * nth));
         set.next = plan_step(c, &jobs[0], &its[0], set.own_bytes);
     }
+    /* a decode set of a megabyte or more times the weight stream (ll_note_stream_rate) */
+    int timed = decode && total_bytes >= (1 << 20);
+    double t0 = timed ? ll_time_seconds() : 0;
     ll_pool_run(c->pool, matmul_task, &set);
+    if (timed) ll_note_stream_rate(total_bytes, ll_time_seconds() - t0, ll_pool_size(c->pool));
 }
 
 /* Activation rows converted to a product's input format, on every pool thread for a
