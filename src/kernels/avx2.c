@@ -81,10 +81,12 @@ int ll_cpu_has_avx2(void) { return ll_cpu_has_avx2_base(); }
  * and Qwen3-Next, even on BF16 and Nemotron; 4 KiB slower, 12 KiB slower. Session 24 found
  * the best distance moving with the host's bandwidth level, and the decode rate now sets it,
  * 4-6 KiB (ll_stream_ahead_bytes, dispatch.c): a kernel reads it once a call
- * (stream_ahead) and passes it to each prefetch_ahead. The BF16 kernels and the 16-bit
- * row kernels' pass_ahead keep the fixed PREFETCH_AHEAD: a llama-3.2-1b BF16 file kept 0.979
- * and 0.948 of its read pass with the rate's distance against 0.994 and 0.964 with 6 KiB
- * where passes read 45-50 and 50-55 GB/s (F16 and Q8_0 even or better with the rate's). */
+ * (stream_ahead) and passes it to each prefetch_ahead. The BF16 and AVX-512 Q5_K tiles and
+ * the 16-bit row kernels' pass_ahead keep the fixed PREFETCH_AHEAD: with the rate's distance
+ * a llama-3.2-1b BF16 file kept 0.979 and 0.948 of its read pass against 0.994 and 0.964
+ * with 6 KiB where passes read 45-50 and 50-55 GB/s (1.001 against 0.996 at 68-78), a
+ * Q5_K_M file 0.882 and 0.865 against 0.891 and 0.874 (0.771 against 0.764 over 78); F16
+ * and Q8_0 even or better with the rate's, Nemotron (Q4_K_M, 6 layers) even. */
 #define PREFETCH_AHEAD 6144
 static inline int stream_ahead(void) { return atomic_load_explicit(&ll_stream_ahead_bytes, memory_order_relaxed); }
 /* The AVX-512 Q6_K tile (the head of Qwen3-Next and of the Q4_K_M and Q5_K_M files) fetches
@@ -3171,7 +3173,7 @@ static size_t pack_q5_K_r8(int64_t n, const void *w, size_t stride, void *dst) {
 static inline __attribute__((always_inline)) void q5_K_r8_tile(int64_t n, float *out, size_t out_stride,
                                                                const block_q5_K_r8 *p, const void *x, size_t x_stride,
                                                                const int T) {
-    const int ahead = stream_ahead();
+    const int ahead = PREFETCH_AHEAD;   /* Q5_K keeps the fixed distance (see PREFETCH_AHEAD) */
     const __m512i m4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10), lo16 = _mm512_set1_epi32(0xFFFF);
     __m512 acc[2][4];
     __m256 accm[2];
