@@ -315,9 +315,8 @@ static void test_norm_add_lanes(void) {
     CHECK(!memcmp(y, z, sizeof y), "a norm in place differs from one into another buffer");
 }
 
-/* Decode's plan (ops/matmul.c): each token's product sets noted in order, the same ones
- * token after token, which is what lets a thread done with one set prefetch its rows of
- * the next; prompts leave it alone. And pool tasks run right while threads prefetch. */
+static int vector_sets(ll_kernels sets[2]);   /* below */
+
 /* The prefetch distance (dispatch.c) follows the rate decode sets stream at, stays within
  * its two ends in whole lines, and only moves when bytes arrive: every kernel gives the
  * same bits at either end and far past its buffers (a prefetch never faults). */
@@ -326,7 +325,7 @@ static int ahead_after(double gbs_a_thread) {   /* sets of two threads, a millis
     return atomic_load(&ll_stream_ahead_bytes);
 }
 
-static void test_stream_ahead(const ll_kernels *scalar, const ll_kernels *active) {
+static void test_stream_ahead(const ll_kernels *scalar) {
     int was = atomic_load(&ll_stream_ahead_bytes);
     int slow = ahead_after(10), mid = ahead_after(28), fast = ahead_after(80), back = ahead_after(10);
     CHECK(slow == 4096 && fast == 6144 && back == 4096, "distance at 10, 80 and 10 GB/s a thread: %d, %d, %d (want 4096, 6144, 4096)",
@@ -336,16 +335,23 @@ static void test_stream_ahead(const ll_kernels *scalar, const ll_kernels *active
     ll_note_stream_rate(1 << 20, 1e-3, 0);
     ll_note_stream_rate(INT64_MAX, 1e-9, 1);
     CHECK(atomic_load(&ll_stream_ahead_bytes) == back, "a degenerate timing moved the distance to %d", atomic_load(&ll_stream_ahead_bytes));
-    const int types[] = {LLAMBDA_TYPE_Q4_K, LLAMBDA_TYPE_Q5_K, LLAMBDA_TYPE_Q6_K, LLAMBDA_TYPE_Q8_0, LLAMBDA_TYPE_Q4_0, LLAMBDA_TYPE_IQ4_XS};
+    const int types[] = {LLAMBDA_TYPE_Q4_K, LLAMBDA_TYPE_Q5_K, LLAMBDA_TYPE_Q6_K, LLAMBDA_TYPE_Q8_0,
+                         LLAMBDA_TYPE_Q4_0, LLAMBDA_TYPE_IQ4_XS, LLAMBDA_TYPE_F16, LLAMBDA_TYPE_BF16};
     const int dists[] = {4096, 6144, 1 << 24};
+    ll_kernels sets[2];
+    int ns = vector_sets(sets);
     for (int d = 0; d < 3; d++) {
         atomic_store(&ll_stream_ahead_bytes, dists[d]);
-        for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) compare(scalar, active, types[t]);
+        for (int v = 0; v < ns; v++)
+            for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) compare(scalar, &sets[v], types[t]);
     }
     atomic_store(&ll_stream_ahead_bytes, was);
     printf("  prefetch distance: %d B at 10 GB/s a thread, %d at 28, %d at 80\n", slow, mid, fast);
 }
 
+/* Decode's plan (ops/matmul.c): each token's product sets noted in order, the same ones
+ * token after token, which is what lets a thread done with one set prefetch its rows of
+ * the next; prompts leave it alone. And pool tasks run right while threads prefetch. */
 static void test_decode_plan(void) {
     enum { N = 10000 };
     static int v[N];
@@ -478,7 +484,7 @@ int main(void) {
     }
     TEST("kernels: the norms' sum of squares, every length, against a sequential sum") test_sum_squares();
     TEST("kernels: the norms' scaling and the residual add in lanes give the scalar loops' bits, every length") test_norm_add_lanes();
-    TEST("kernels: the prefetch distance follows the decode stream rate within its ends, the bits do not") test_stream_ahead(&scalar, &active);
+    TEST("kernels: the prefetch distance follows the decode stream rate within its ends, the bits do not") test_stream_ahead(&scalar);
     TEST("kernels: decode notes each token's product sets in order; pool tasks run right while threads prefetch") test_decode_plan();
     TEST("kernels: large buffers for repacked weights start on a 2 MiB boundary, zeroed and writable") {
         size_t sizes[] = {(size_t)5 << 20 | 123, 4096, (size_t)2 << 20};
