@@ -81,22 +81,23 @@ int ll_cpu_has_avx2(void) { return ll_cpu_has_avx2_base(); }
  * and Qwen3-Next, even on BF16 and Nemotron; 4 KiB slower, 12 KiB slower. Session 24 found
  * the best distance moving with the host's bandwidth level, and the decode rate now sets it,
  * 4-6 KiB (ll_stream_ahead_bytes, dispatch.c): a kernel reads it once a call
- * (stream_ahead) and passes it to each prefetch_ahead. The BF16 and AVX-512 Q5_K tiles and
- * the 16-bit row kernels' pass_ahead keep the fixed PREFETCH_AHEAD: with the rate's distance
- * a llama-3.2-1b BF16 file kept 0.979 and 0.948 of its read pass against 0.994 and 0.964
- * with 6 KiB where passes read 45-50 and 50-55 GB/s (1.001 against 0.996 at 68-78), a
- * Q5_K_M file 0.882 and 0.865 against 0.891 and 0.874 (0.771 against 0.764 over 78); F16
- * and Q8_0 even or better with the rate's, Nemotron (Q4_K_M, 6 layers) even. */
+ * (stream_ahead) and passes it to each prefetch_ahead. The BF16 kernels and the 16-bit row
+ * kernels' pass_ahead keep the fixed PREFETCH_AHEAD: with the rate's distance a
+ * llama-3.2-1b BF16 file kept 0.979 and 0.948 of its read pass against 0.994 and 0.964 with
+ * 6 KiB where passes read 45-50 and 50-55 GB/s (1.001 against 0.996 at 68-78); F16 and Q8_0
+ * even or better with the rate's, Nemotron (Q4_K_M, 6 layers) even. */
 #define PREFETCH_AHEAD 6144
 static inline int stream_ahead(void) { return atomic_load_explicit(&ll_stream_ahead_bytes, memory_order_relaxed); }
-/* The AVX-512 Q6_K tile (the head of Qwen3-Next and of the Q4_K_M and Q5_K_M files) fetches
- * half as far again. Session 20, the Qwen3-Next head (Q6_K, 467 MB) from memory on two
- * threads, bench-proj: 80-82 GB/s at 6 KiB against 87-90 at 9 KiB in four alternations
- * while the host read 84-88 GB/s, 53.8 against 53.2 twice while it read about 52 (12 KiB:
- * 51). Session 24, a llama-3.2-1b Q6_K file, per-token alternation: where passes read ~50
- * GB/s, 6 KiB kept 0.908 of the pass, 9 KiB 0.880; where they read ~80, 0.852 and 0.869. */
+/* The AVX-512 Q6_K and Q5_K tiles fetch half as far again. Session 20, the Qwen3-Next head
+ * (Q6_K, 467 MB) from memory on two threads, bench-proj: 80-82 GB/s at 6 KiB against 87-90
+ * at 9 KiB in four alternations while the host read 84-88 GB/s, 53.8 against 53.2 twice
+ * while it read about 52 (12 KiB: 51). Session 24, per-token alternation against each
+ * token's read pass: a llama-3.2-1b Q6_K file kept 0.908 of the pass at 6 KiB and 0.880 at
+ * 9 where passes read about 50 GB/s, 0.852 and 0.869 where they read about 80; Q5_K_M
+ * 0.887 and 0.873 at a fixed 6 KiB, 0.867 and 0.858 at 9, 0.881 and 0.872 at half as far
+ * again as stream_ahead (45-50 and 50-55 GB/s), and over 78 GB/s 0.761, 0.805 and 0.800. */
 #ifdef LL_AVX512
-static inline int stream_ahead_q6_K(void) { return stream_ahead() * 3 / 2; }
+static inline int stream_ahead_far(void) { return stream_ahead() * 3 / 2; }
 #endif
 /* the weight stream at p, ahead (stream_ahead) bytes on */
 static inline __attribute__((always_inline)) void prefetch_ahead(const void *p, int ahead) {
@@ -2583,7 +2584,7 @@ static inline __attribute__((always_inline)) void q6_K_r8_tile(int64_t n, float 
         {0, 4, 0, 4, 0, 4, 0, 4, 1, 5, 1, 5, 1, 5, 1, 5, 2, 6, 2, 6, 2, 6, 2, 6, 3, 7, 3, 7, 3, 7, 3, 7},
         {8, 12, 8, 12, 8, 12, 8, 12, 9, 13, 9, 13, 9, 13, 9, 13, 10, 14, 10, 14, 10, 14, 10, 14, 11, 15, 11, 15, 11, 15, 11, 15}};
     const __m512i sidx[2] = {_mm512_loadu_si512(scale_word[0]), _mm512_loadu_si512(scale_word[1])};
-    const int q6k_ahead = stream_ahead_q6_K();
+    const int q6k_ahead = stream_ahead_far();
     __m256 acc[2][8];
     #pragma GCC unroll 2
     for (int t = 0; t < T; t++)
@@ -3173,7 +3174,7 @@ static size_t pack_q5_K_r8(int64_t n, const void *w, size_t stride, void *dst) {
 static inline __attribute__((always_inline)) void q5_K_r8_tile(int64_t n, float *out, size_t out_stride,
                                                                const block_q5_K_r8 *p, const void *x, size_t x_stride,
                                                                const int T) {
-    const int ahead = PREFETCH_AHEAD;   /* Q5_K keeps the fixed distance (see PREFETCH_AHEAD) */
+    const int ahead = stream_ahead_far();
     const __m512i m4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10), lo16 = _mm512_set1_epi32(0xFFFF);
     __m512 acc[2][4];
     __m256 accm[2];

@@ -34,7 +34,7 @@ static void choose(void) {
  * 45-50 and 50-55 GB/s, 4 KiB (the Q6_K tile 6) kept 0.885 and 0.875 of the pass, 6 KiB
  * (Q6_K 9, the fixed distances before) 0.868 and 0.855; where they read over 78, 0.776
  * against 0.793. So a thread's recent decode rate sets the distance, rate x
- * STREAM_LATENCY_NS within the two measured ends (the Q6_K tile fetches half as far
+ * STREAM_LATENCY_NS within the two measured ends (the Q6_K and Q5_K tiles fetch half as far
  * again): 4 KiB at about 23 GB/s a thread or less, 6 KiB at 34 or more. Against the fixed
  * 6 KiB, two runs of 400 and 500 tokens a variant: 0.907 and 0.904 against 0.896 and 0.890
  * at 45-50 GB/s, 0.897 and 0.893 against 0.865 and 0.881 at 50-55, 0.805 and 0.807 against
