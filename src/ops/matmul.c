@@ -293,7 +293,7 @@ static const ll_plan_set *plan_step(struct llambda_context *c, const matmul_job 
 static void run_set(struct llambda_context *c, const matmul_job *jobs, int n) {
     job_items its[MAX_JOBS];
     int64_t end[MAX_JOBS], total = 0, total_bytes = 0;
-    int decode = 1;
+    int decode = 1, nth = ll_pool_size(c->pool);
     for (int k = 0; k < n; k++) {
         its[k] = items_of(&jobs[k]);
         end[k] = total += its[k].n_items;
@@ -303,7 +303,6 @@ static void run_set(struct llambda_context *c, const matmul_job *jobs, int n) {
     matmul_set set = {.jobs = jobs, .n = n, .decode = decode, .its = its, .end = end, .total = total, .pool = c->pool,
                       .scratch = c->gemm_scratch, .scratch_stride = c->gemm_scratch_stride, .next_item = 0};
     if (decode) {
-        int nth = ll_pool_size(c->pool);
         set.own_bytes = own_bytes(total_bytes, nth);
         atomic_init(&set.next_item, (long)item_at_byte(its, n, set.own_bytes * nth));
         set.next = plan_step(c, &jobs[0], &its[0], set.own_bytes);
@@ -312,7 +311,7 @@ static void run_set(struct llambda_context *c, const matmul_job *jobs, int n) {
     int timed = decode && total_bytes >= (1 << 20);
     double t0 = timed ? ll_time_seconds() : 0;
     ll_pool_run(c->pool, matmul_task, &set);
-    if (timed) ll_note_stream_rate(total_bytes, ll_time_seconds() - t0, ll_pool_size(c->pool));
+    if (timed) ll_note_stream_rate(total_bytes, ll_time_seconds() - t0, nth);
 }
 
 /* Activation rows converted to a product's input format, on every pool thread for a
