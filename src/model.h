@@ -271,8 +271,12 @@ void ll_moe_route(const ll_moe *e, const float *logits, int n, float *probs, int
 /* with: other products to run in the router's pool task (e.g. a shared expert's input
  * projections; the first 4 share it, any more run just after); none may write what the
  * experts read */
+/* shared: a shared expert whose input products are among `with` (g its gate's or single
+ * input's output, u its up's or NULL): g = act(g) ⊙ u (relu²(g) for LL_ACT_RELU2) once
+ * they are done, and out = down·g runs in the routed experts' down task; NULL for none */
+typedef struct ll_moe_shared { int act; float *g; const float *u; int64_t n_ff; const ll_weight *down; float *out; } ll_moe_shared;
 void ll_moe_forward(struct llambda_context *c, const ll_moe *e, const float *router_in, const float *x, int n, float *out,
-                    const ll_matmul_op *with, int n_with);
+                    const ll_matmul_op *with, int n_with, const ll_moe_shared *shared);
 /* Mamba-2 mixer for n tokens of normalised input u [n][E]; out [n][E]; state advances. */
 void ll_mamba2(struct llambda_context *c, const ll_layer *Y, int layer, const float *u, int n, float *out);
 /* the recurrent mixers' causal conv + SiLU over a run of tokens (src/ops/ssm.c) */

@@ -193,7 +193,7 @@ static void ffn_block(struct llambda_context *c, const ll_layer *Y, int l, int n
         for (int t = 0; t < n; t++)
             for (int i = 0; i < E; i++) c->xb[(size_t)t * E + i] = (c->xb[(size_t)t * E + i] * s_e) * rs[i];
         ll_rms_norm_rows_tokens(c, c->hb2, c->x, &Y->pre_ffw_norm_2, E, 1, n, h->eps);
-        ll_moe_forward(c, &Y->moe, c->xb, c->hb2, n, c->hb, NULL, 0);
+        ll_moe_forward(c, &Y->moe, c->xb, c->hb2, n, c->hb, NULL, 0, NULL);
         ll_rms_norm_rows_tokens(c, c->hb, c->hb, &Y->post_ffw_norm_2, E, 1, n, h->eps);
         ll_add_tokens(c, c->xb2, c->hb, E, n);
     }

@@ -172,9 +172,9 @@ static llambda_status nemotron_forward(struct llambda_context *c, const int32_t 
             if (Y->moe.n_expert > 0) {
                 int Fs = (int)Y->up_shexp.rows;
                 ll_matmul_op shared_up = {&Y->up_shexp, c->xb, n, c->hb};
-                ll_moe_forward(c, &Y->moe, c->xb, c->xb, n, c->xb2, &shared_up, 1);   /* with the router */
-                ll_relu2(c->hb, (int64_t)n * Fs);
-                ll_matmul(c, &Y->down_shexp, c->hb, n, c->hb2);
+                /* the shared expert's input with the router, its down with the experts' */
+                ll_moe_shared sh = {LL_ACT_RELU2, c->hb, NULL, Fs, &Y->down_shexp, c->hb2};
+                ll_moe_forward(c, &Y->moe, c->xb, c->xb, n, c->xb2, &shared_up, 1, &sh);
                 ll_add_tokens(c, c->xb2, c->hb2, E, n);
             } else {
                 int F = h->n_ff_l[l];

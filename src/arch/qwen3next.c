@@ -168,9 +168,9 @@ static void moe_block(struct llambda_context *c, const ll_layer *Y, int l, int n
     float *g = c->att;
     ll_matmul_op shared[3] = {{&Y->gate_shexp, c->xb, n, c->hb}, {&Y->up_shexp, c->xb, n, c->hb2},
                               {&Y->gate_inp_shexp, c->xb, n, g}};
-    ll_moe_forward(c, &Y->moe, c->xb, c->xb, n, c->xb2, shared, 3);   /* the shared expert's inputs with the router */
-    for (int t = 0; t < n; t++) ll_swiglu(c->hb + (size_t)t * Fs, c->hb2 + (size_t)t * Fs, Fs);
-    ll_matmul(c, &Y->down_shexp, c->hb, n, c->hb2);
+    /* the shared expert's inputs with the router, its down with the experts' */
+    ll_moe_shared sh = {LL_ACT_SILU, c->hb, c->hb2, Fs, &Y->down_shexp, c->hb2};
+    ll_moe_forward(c, &Y->moe, c->xb, c->xb, n, c->xb2, shared, 3, &sh);
     for (int t = 0; t < n; t++) {
         float s = ll_sigmoid(g[t]);
         float *sh = c->hb2 + (size_t)t * E, *o = c->xb2 + (size_t)t * E;

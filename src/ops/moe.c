@@ -114,16 +114,17 @@ void ll_moe_route(const ll_moe *e, const float *logits, int n, float *probs, int
     }
 }
 
-static void activate(const ll_moe *e, float *g, const float *u, int64_t n) {
-    switch (e->act) {
+static void activate_as(int act, float *g, const float *u, int64_t n) {
+    switch (act) {
     case LL_ACT_GELU: ll_geglu(g, u, n); break;
     case LL_ACT_SILU: ll_swiglu(g, u, n); break;
     case LL_ACT_RELU2: ll_relu2(g, n); break;
     }
 }
+static void activate(const ll_moe *e, float *g, const float *u, int64_t n) { activate_as(e->act, g, u, n); }
 
 void ll_moe_forward(struct llambda_context *c, const ll_moe *e, const float *router_in, const float *x, int n, float *out,
-                    const ll_matmul_op *with, int n_with) {
+                    const ll_matmul_op *with, int n_with, const ll_moe_shared *shared) {
     const ll_hparams *h = &c->m->hp;
     int E = h->n_embd, X = e->n_expert, K = e->n_used, FX = e->n_ff;
     float *logits = c->moe_logits, *probs = c->moe_probs, *w = c->moe_w, *eo = c->moe_out;
@@ -135,11 +136,17 @@ void ll_moe_forward(struct llambda_context *c, const ll_moe *e, const float *rou
     ll_matmul_many(c, first, 1 + k_with);   /* the router and the caller's products: one task */
     if (n_with > k_with) ll_matmul_many(c, with + k_with, n_with - k_with);   /* any beyond: a task of their own */
     ll_moe_route(e, logits, n, probs, sel, w);
+    /* the shared expert's activation now, so that its down product joins the experts' own:
+     * one pool task fewer a layer */
+    for (int t = 0; shared && t < n; t++) {
+        size_t at = (size_t)t * (size_t)shared->n_ff;
+        activate_as(shared->act, shared->g + at, shared->u ? shared->u + at : NULL, shared->n_ff);
+    }
     float *xg = c->moe_in, *hg = c->moe_h, *ug = c->moe_u, *dg = c->moe_d;
     int *rows = c->moe_rows;
     /* gather the (token, slot) pairs by expert: expert ex's m rows start at row `first` */
     enum { CHUNK = 64 };   /* experts per round of products */
-    int ex = 0, total = 0;
+    int ex = 0, total = 0, shared_down = shared != NULL;
     while (ex < X) {
         int used[CHUNK], first[CHUNK], cnt[CHUNK], ne = 0, base = total;
         for (; ex < X && ne < CHUNK; ex++) {
@@ -157,7 +164,7 @@ void ll_moe_forward(struct llambda_context *c, const ll_moe *e, const float *rou
         }
         if (!ne) continue;
         /* gate and up of every expert of the round: one task */
-        ll_matmul_op ops[2 * CHUNK];
+        ll_matmul_op ops[2 * CHUNK + 1];
         ll_weight mats[2 * CHUNK];
         int no = 0;
         for (int i = 0; i < ne; i++) {
@@ -186,12 +193,15 @@ void ll_moe_forward(struct llambda_context *c, const ll_moe *e, const float *rou
             ll_relu2(hg + (size_t)base * FX, (int64_t)(total - base) * FX);
         } else
             for (int r = base; r < total; r++) activate(e, hg + (size_t)r * FX, ug + (size_t)r * FX, FX);
-        /* down of every expert of the round: one task */
+        /* down of every expert of the round (and the shared expert's, in the first): one task */
         for (int i = 0; i < ne; i++) {
             mats[i] = ll_weight_matrix(&e->down, used[i]);
             ops[i] = (ll_matmul_op){&mats[i], hg + (size_t)first[i] * FX, cnt[i], dg + (size_t)first[i] * E};
         }
-        ll_matmul_many(c, ops, ne);
+        int nd = ne;
+        if (shared_down) ops[nd++] = (ll_matmul_op){shared->down, shared->g, n, shared->out};
+        shared_down = 0;
+        ll_matmul_many(c, ops, nd);
         for (int i = 0; i < ne; i++) {
             float s = e->down_scale ? e->down_scale[used[i]] : 1.0f;
             for (int r = first[i]; r < first[i] + cnt[i]; r++) {
@@ -202,6 +212,7 @@ void ll_moe_forward(struct llambda_context *c, const ll_moe *e, const float *rou
             }
         }
     }
+    if (shared_down) ll_matmul(c, shared->down, shared->g, n, shared->out);   /* no routed rows ran */
     /* sum each token's experts in slot order */
     for (int t = 0; t < n; t++) {
         float *o = out + (size_t)t * E;
