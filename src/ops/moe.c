@@ -114,14 +114,13 @@ void ll_moe_route(const ll_moe *e, const float *logits, int n, float *probs, int
     }
 }
 
-static void activate_as(int act, float *g, const float *u, int64_t n) {
+static void activate(int act, float *g, const float *u, int64_t n) {
     switch (act) {
     case LL_ACT_GELU: ll_geglu(g, u, n); break;
     case LL_ACT_SILU: ll_swiglu(g, u, n); break;
     case LL_ACT_RELU2: ll_relu2(g, n); break;
     }
 }
-static void activate(const ll_moe *e, float *g, const float *u, int64_t n) { activate_as(e->act, g, u, n); }
 
 void ll_moe_forward(struct llambda_context *c, const ll_moe *e, const float *router_in, const float *x, int n, float *out,
                     const ll_matmul_op *with, int n_with, const ll_moe_shared *shared) {
@@ -140,7 +139,7 @@ void ll_moe_forward(struct llambda_context *c, const ll_moe *e, const float *rou
      * one pool task fewer a layer */
     for (int t = 0; shared && t < n; t++) {
         size_t at = (size_t)t * (size_t)shared->n_ff;
-        activate_as(shared->act, shared->g + at, shared->u ? shared->u + at : NULL, shared->n_ff);
+        activate(shared->act, shared->g + at, shared->u ? shared->u + at : NULL, shared->n_ff);
     }
     float *xg = c->moe_in, *hg = c->moe_h, *ug = c->moe_u, *dg = c->moe_d;
     int *rows = c->moe_rows;
@@ -192,7 +191,7 @@ void ll_moe_forward(struct llambda_context *c, const ll_moe *e, const float *rou
         if (e->act == LL_ACT_RELU2 && !e->up.data && !e->gate_up.data) {
             ll_relu2(hg + (size_t)base * FX, (int64_t)(total - base) * FX);
         } else
-            for (int r = base; r < total; r++) activate(e, hg + (size_t)r * FX, ug + (size_t)r * FX, FX);
+            for (int r = base; r < total; r++) activate(e->act, hg + (size_t)r * FX, ug + (size_t)r * FX, FX);
         /* down of every expert of the round (and the shared expert's, in the first): one task */
         for (int i = 0; i < ne; i++) {
             mats[i] = ll_weight_matrix(&e->down, used[i]);
