@@ -99,23 +99,29 @@ static inline int stream_ahead(void) { return atomic_load_explicit(&ll_stream_ah
 #ifdef LL_AVX512
 static inline int stream_ahead_far(void) { return stream_ahead() * 3 / 2; }
 #endif
-/* A non-temporal prefetch that stays where the code puts it. GCC hoisted _mm_prefetch: the
- * Q6_K tile's 27 a block, written four a row, all went out before the block's first row,
- * the Q4_K tile's 20 before its first group, so a thread asked for a block's lines in one
- * burst and then computed without asking. As an asm statement (volatile ones keep their
- * order) they go out spread over the block's work. Session 26, two threads, each token
- * against a read pass just before it: llama-3.2-1b Q6_K 0.859 of the pass against 0.814
- * where passes read about 80 GB/s (the Q6_K tile alone changed, per-token alternation),
- * 0.942 against 0.929 where they read about 50; Q4_K_M 0.923 against 0.901 at about 50
- * (alternation), 0.888 against 0.851 and 0.845 at about 80 (alternate runs); Q5_K_M 0.885
- * and 0.879 against 0.828 at about 85; Q8_0, Q4_0, BF16 and Nemotron even. */
-static inline __attribute__((always_inline)) void prefetch_nta(const void *p) {
-    __asm__ volatile("prefetchnta %0" : : "m"(*(const char *)p));
-}
 /* the weight stream at p, ahead (stream_ahead) bytes on */
 static inline __attribute__((always_inline)) void prefetch_ahead(const void *p, int ahead) {
-    prefetch_nta((const char *)p + ahead);
+    _mm_prefetch((const char *)p + ahead, _MM_HINT_NTA);
 }
+#ifdef LL_AVX512
+/* The one-token Q4_K, Q5_K and Q6_K tiles' prefetch, as an asm statement, which stays
+ * where the code puts it. GCC hoisted _mm_prefetch there: the Q6_K tile's 27 a block,
+ * written four a row, all went out before the block's first row, the Q4_K tile's 20
+ * before its first group, so a thread asked for a block's lines in one burst and then
+ * computed without asking. Spread over the block's work, session 26, two threads, each
+ * token against a read pass just before it: llama-3.2-1b Q6_K 0.859 of the pass against
+ * 0.814 where passes read about 80 GB/s (per-token alternation, the Q6_K tile alone
+ * changed), 0.942 against 0.929 where they read about 50; Q4_K_M 0.923 against 0.901 at
+ * about 50 (alternation), 0.888 against 0.851 and 0.845 at about 80 (alternate runs);
+ * Q5_K_M 0.885 and 0.879 against 0.828 at about 85. The other kernels' prefetches (Q8_0,
+ * Q4_0, BF16: even) and the prompt instances keep the builtin: as asm statements
+ * everywhere, prompts lost 4-6% (llama-3.2-1b Q6_K and F16 pp512: the compiler scheduled
+ * the copies and the two-token tile around them worse). */
+static inline __attribute__((always_inline)) void prefetch_tile(const void *p, int ahead, const int T) {
+    if (T == 1) __asm__ volatile("prefetchnta %0" : : "m"(*((const char *)p + ahead)));
+    else _mm_prefetch((const char *)p + ahead, _MM_HINT_NTA);
+}
+#endif
 
 /* Keeps a loaded vector in its register: the compiler would otherwise fold the load into
  * each instruction that uses it, reading the same bytes twice through the load ports,
@@ -323,8 +329,8 @@ static BF16_TARGET void dot_bf16_x8(int64_t n, float *out, const void *w, size_t
         for (int r = 0; r < 8; r++) {
             const uint16_t *row = (const uint16_t *)((const uint8_t *)w + (size_t)r * stride), *a = row + i;
             const char *ahead = pass_ahead(row, i, n, stride, 8);
-            prefetch_nta(ahead);
-            prefetch_nta(ahead + 64);
+            _mm_prefetch(ahead, _MM_HINT_NTA);
+            _mm_prefetch(ahead + 64, _MM_HINT_NTA);
             c[r][0] = _mm512_dpbf16_ps(c[r][0], (__m512bh)_mm512_loadu_si512(a), y0);
             c[r][1] = _mm512_dpbf16_ps(c[r][1], (__m512bh)_mm512_loadu_si512(a + 32), y1);
         }
@@ -392,8 +398,8 @@ static void dot_f16_x8(int64_t n, float *out, const void *w, size_t stride, cons
             #pragma GCC unroll 4
             for (int r = 0; r < 4; r++) {
                 const char *ahead = pass_ahead(a[r], i, full, stride, 4);
-                prefetch_nta(ahead);
-                prefetch_nta(ahead + 64);
+                _mm_prefetch(ahead, _MM_HINT_NTA);
+                _mm_prefetch(ahead + 64, _MM_HINT_NTA);
             }
             #pragma GCC unroll 4
             for (int j = 0; j < 4; j++) {
@@ -2080,14 +2086,21 @@ typedef struct {
  * against a token's 32-quant activation sums, as int16 pairs: each row's Σ mins·sums,
  * exactly (the integers dot_q4_K and dot_q5_K take their mins with) */
 static inline __m256i mins_by_row(const uint8_t mn[4][8][2], const block_q8_K *y) {
-    int16_t bs[8];
-    for (int sb = 0; sb < 8; sb++) bs[sb] = (int16_t)(y->bsums[2 * sb] + y->bsums[2 * sb + 1]);
+    /* the eight 32-quant sums as int16 (|sum| <= 32 x 128 fits), in intrinsics: as a
+     * scalar loop GCC vectorized it or not depending on what else the kernel held (with
+     * asm prefetches in the four-token tile it did not: llama-3.2-1b Q4_K_M pp512 -28%),
+     * and this is faster than its vector code was: 370-385 -> 406-411 t/s, Q5_K_M +3% */
+    __m256i sums = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y->bsums), _mm256_set1_epi16(1));
+#ifdef LL_AVX512
+    __m128i bs = _mm256_cvtepi32_epi16(sums);
+#else
+    __m128i bs = _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packs_epi32(sums, sums), 0x08));
+#endif
     __m256i ms = _mm256_setzero_si256();
-    for (int k = 0; k < 4; k++) {
-        int32_t pair;
-        memcpy(&pair, bs + 2 * k, 4);
-        ms = ACC_MADD16(ms, _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)mn[k])), _mm256_set1_epi32(pair));
-    }
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; k++)   /* sums 2k and 2k + 1, one int16 pair in every 32-bit lane */
+        ms = ACC_MADD16(ms, _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)mn[k])),
+                        _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(bs), _mm256_set1_epi32(k)));
     return ms;
 }
 
@@ -2255,7 +2268,7 @@ static inline __attribute__((always_inline)) void q4_K_r8_tile(int64_t n, float 
         for (int j = 0; j < 4; j++) {
             #pragma GCC unroll 5
             for (int l = 0; l < 5; l++)   /* the whole 1152-byte block, a quarter per j */
-                prefetch_ahead((const char *)p + 64 * (5 * j + l), ahead);
+                prefetch_tile((const char *)p + 64 * (5 * j + l), ahead, T);
             __m512i lo[4], hi[4];
             #pragma GCC unroll 4
             for (int t = 0; t < T; t++) lo[t] = hi[t] = _mm512_setzero_si512();
@@ -2621,7 +2634,7 @@ static inline __attribute__((always_inline)) void q6_K_r8_tile(int64_t n, float 
         for (int r = 0; r < 8; r++) {
             #pragma GCC unroll 4
             for (int l = 0; l < 4; l++)   /* the 1680-byte block: 27 lines over the rows */
-                if (4 * r + l < 27) prefetch_nta(fetch + 64 * (4 * r + l));
+                if (4 * r + l < 27) prefetch_tile(fetch, 64 * (4 * r + l), T);
             const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p->row[r].sc));
             __m512i lane[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
             #pragma GCC unroll 2
@@ -3214,7 +3227,7 @@ static inline __attribute__((always_inline)) void q5_K_r8_tile(int64_t n, float 
         for (int st = 0; st < 4; st++) {
             #pragma GCC unroll 6
             for (int l = 0; l < 6; l++)   /* the 1440-byte block: 23 lines, 6 per step pair */
-                if (6 * st + l < 23) prefetch_ahead((const char *)p + 64 * (6 * st + l), ahead);
+                if (6 * st + l < 23) prefetch_tile((const char *)p + 64 * (6 * st + l), ahead, T);
             __m512i h = _mm512_loadu_si512(p->s[st].qh);
             __m512i lane[2];
             #pragma GCC unroll 2
