@@ -2629,12 +2629,11 @@ static inline __attribute__((always_inline)) void q6_K_r8_tile(int64_t n, float 
                 nofs[t][q] = _mm512_sub_epi32(_mm512_setzero_si512(),
                                               _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(32), _mm512_loadu_si512(y[t]->qs + 64 * q)));
         }
-        const char *fetch = (const char *)p + q6k_ahead;
         #pragma GCC unroll 8
         for (int r = 0; r < 8; r++) {
             #pragma GCC unroll 4
             for (int l = 0; l < 4; l++)   /* the 1680-byte block: 27 lines over the rows */
-                if (4 * r + l < 27) prefetch_tile(fetch, 64 * (4 * r + l), T);
+                if (4 * r + l < 27) prefetch_tile((const char *)p + 64 * (4 * r + l), q6k_ahead, T);
             const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p->row[r].sc));
             __m512i lane[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
             #pragma GCC unroll 2
