@@ -108,15 +108,15 @@ static inline __attribute__((always_inline)) void prefetch_ahead(const void *p, 
  * where the code puts it. GCC hoisted _mm_prefetch there: the Q6_K tile's 27 a block,
  * written four a row, all went out before the block's first row, the Q4_K tile's 20
  * before its first group, so a thread asked for a block's lines in one burst and then
- * computed without asking. Spread over the block's work, session 26, two threads, each
- * token against a read pass just before it: llama-3.2-1b Q6_K 0.859 of the pass against
- * 0.814 where passes read about 80 GB/s (per-token alternation, the Q6_K tile alone
- * changed), 0.942 against 0.929 where they read about 50; Q4_K_M 0.923 against 0.901 at
- * about 50 (alternation), 0.888 against 0.851 and 0.845 at about 80 (alternate runs);
- * Q5_K_M 0.885 and 0.879 against 0.828 at about 85. The other kernels' prefetches (Q8_0,
- * Q4_0, BF16: even) and the prompt instances keep the builtin: as asm statements
- * everywhere, prompts lost 4-6% (llama-3.2-1b Q6_K and F16 pp512: the compiler scheduled
- * the copies and the two-token tile around them worse). */
+ * computed without asking. Spread over the block's work, session 26, two threads,
+ * per-token alternation in one process (both kernel sets linked), each token against a
+ * read pass just before it: llama-3.2-1b Q4_K_M 0.851 of the pass against 0.821 where
+ * passes read about 80 GB/s, 0.924 against 0.886 where they read about 50; Q6_K 0.868
+ * against 0.840 and Q5_K_M 0.869 against 0.813 at about 85; Qwen3-Next 0.935 against
+ * 0.909 at about 52. The other kernels' prefetches (Q8_0, Q4_0, BF16, F16: even that way)
+ * and the prompt instances keep the builtin: as asm statements everywhere, prompts lost
+ * 4-6% (llama-3.2-1b Q6_K and F16 pp512: the compiler scheduled the copies and the
+ * two-token tile around them worse). */
 static inline __attribute__((always_inline)) void prefetch_tile(const void *p, int ahead, const int T) {
     if (T == 1) __asm__ volatile("prefetchnta %0" : : "m"(*((const char *)p + ahead)));
     else _mm_prefetch((const char *)p + ahead, _MM_HINT_NTA);
