@@ -119,7 +119,7 @@ static inline __attribute__((always_inline)) void prefetch_ahead(const void *p, 
  * two-token tile around them worse). */
 static inline __attribute__((always_inline)) void prefetch_tile(const void *p, int ahead, const int T) {
     if (T == 1) __asm__ volatile("prefetchnta %0" : : "m"(*((const char *)p + ahead)));
-    else _mm_prefetch((const char *)p + ahead, _MM_HINT_NTA);
+    else prefetch_ahead(p, ahead);
 }
 #endif
 
