@@ -849,6 +849,45 @@ int main(void) {
                 }
         CHECK(!bad, "%d of %d grouped attention cases differ from the scalar heads", bad, cases);
     }
+    TEST("kernels: grouped f16 attention keeps the scalar bits on tied, signed-zero, outlying and NaN scores") {
+        /* the vector softmax's running maximum is a scan: equal scores (zero keys give +0 or
+         * -0 by the query's signs, repeated keys give exact ties) must keep the earlier
+         * maximum as the loop does; one huge score flushes the others' factors to zero; a
+         * NaN score sends its head through the loop */
+        enum { RING = 200, D = 64, W = 2 * D };
+        static uint16_t K[RING * W], V[RING * W], q16[4 * D], acc16[512];
+        static float want[4 * D], got[4 * D];
+        int cases = 0, bad = 0;
+        for (int kind = 0; kind < 4; kind++) {
+            for (int c = 0; c < RING; c++)
+                for (int i = 0; i < W; i++) {
+                    float k = frand();
+                    if (kind == 0 && c % 3 == 0) k = 0.f;                /* +0 and -0 scores */
+                    if (kind == 1) k = c % 5 == 0 ? frand() : 0.5f;    /* long runs of ties */
+                    if (kind == 2 && c == 70) k = 65504.f;             /* a score far above the rest */
+                    K[c * W + i] = ll_fp32_to_fp16(k);
+                    V[c * W + i] = ll_fp32_to_fp16(frand());
+                }
+            if (kind == 3) K[90 * W + D + 5] = 0x7E00;   /* a NaN key: one head's scores NaN */
+            for (int nh = 1; nh <= 4; nh++)
+                for (int n = 1; n <= RING; n += 37) {
+                    for (int i = 0; i < nh * D; i++) q16[i] = ll_fp32_to_fp16(i % 7 == 0 ? 0.f : frand() * 3.f);
+                    ll_attend_f16_scalar(q16, K + D, V + D, W, D, nh, 7, n, RING, 0.125f, acc16, want);
+#ifdef LL_HAVE_AVX2
+                    ll_kernels kk[2];
+                    int nk = vector_sets(kk);
+                    for (int v = 0; v < nk; v++) {
+                        kk[v].attend_f16(q16, K + D, V + D, W, D, nh, 7, n, RING, 0.125f, acc16, got);
+                        bad += memcmp(got, want, sizeof(float) * (size_t)(nh * D)) != 0;
+                        cases++;
+                    }
+#else
+                    (void)got;
+#endif
+                }
+        }
+        CHECK(!bad, "%d of %d attention cases with special scores differ from the scalar heads", bad, cases);
+    }
     TEST("kernels: MXFP4 tiles read every E8M0 exponent as the single-row kernel does (0, 1, 2, 127, 254)") {
         enum { NB = 8, NN = NB * 32 };
         block_mxfp4 w[8][NB];
