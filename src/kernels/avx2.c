@@ -103,12 +103,12 @@ static inline int stream_ahead_far(void) { return stream_ahead() * 3 / 2; }
 static inline __attribute__((always_inline)) void prefetch_ahead(const void *p, int ahead) {
     _mm_prefetch((const char *)p + ahead, _MM_HINT_NTA);
 }
-#ifdef LL_AVX512
 /* The one-token Q4_K, Q5_K and Q6_K tiles' prefetch, as an asm statement, which stays
  * where the code puts it. GCC hoisted _mm_prefetch there: the Q6_K tile's 27 a block,
  * written four a row, all went out before the block's first row, the Q4_K tile's 20
- * before its first group, so a thread asked for a block's lines in one burst and then
- * computed without asking. Spread over the block's work, session 26, two threads,
+ * before its first group (in the AVX2 build's Q4_K tile too, session 27: per-token
+ * alternation there, at about 38 GB/s, +0.4 points, even), so a thread asked for a
+ * block's lines in one burst and then computed without asking. Spread over the block's work, session 26, two threads,
  * per-token alternation in one process (both kernel sets linked), each token against a
  * read pass just before it: llama-3.2-1b Q4_K_M 0.851 of the pass against 0.821 where
  * passes read about 80 GB/s, 0.924 against 0.886 where they read about 50; Q6_K 0.868
@@ -121,7 +121,6 @@ static inline __attribute__((always_inline)) void prefetch_tile(const void *p, i
     if (T == 1) __asm__ volatile("prefetchnta %0" : : "m"(*((const char *)p + ahead)));
     else prefetch_ahead(p, ahead);
 }
-#endif
 
 /* Keeps a loaded vector in its register: the compiler would otherwise fold the load into
  * each instruction that uses it, reading the same bytes twice through the load ports,
@@ -2155,7 +2154,7 @@ static inline __attribute__((always_inline)) void q4_K_packed_tile(int64_t n, fl
         for (int j = 0; j < 4; j++) {
             #pragma GCC unroll 5
             for (int l = 0; l < 5; l++)   /* the whole 1152-byte block, a quarter per j */
-                prefetch_ahead((const char *)p + 64 * (5 * j + l), ahead);
+                prefetch_tile((const char *)p + 64 * (5 * j + l), ahead, T);
             __m256i lo[4], hi[4];   /* the two sub-blocks of group j, per token */
             #pragma GCC unroll 4
             for (int t = 0; t < T; t++) lo[t] = hi[t] = _mm256_setzero_si256();
