@@ -3903,10 +3903,11 @@ static inline __attribute__((always_inline)) int att_softmax16(const int NH, flo
         }
         M[h] = _mm512_cvtss_f32(Mv);
         expf_row(e[h], arg[h], m);
-        for (int j0 = 0; j0 < m; j0 += 16) {
-            __m512 ev = _mm512_loadu_ps(&e[h][j0]);
-            _mm512_storeu_ps(&ms[h][j0], _mm512_mask_blend_ps(up[h][j0 / 16], one, ev));
-            _mm512_storeu_ps(&vs[h][j0], _mm512_mask_blend_ps(up[h][j0 / 16], ev, one));
+        for (int j0 = 0; j0 < m; j0 += 16) {   /* the first m only: e holds no more */
+            __mmask16 k = m - j0 >= 16 ? 0xFFFF : (__mmask16)((1u << (m - j0)) - 1);
+            __m512 ev = _mm512_maskz_loadu_ps(k, &e[h][j0]);
+            _mm512_mask_storeu_ps(&ms[h][j0], k, _mm512_mask_blend_ps(up[h][j0 / 16], one, ev));
+            _mm512_mask_storeu_ps(&vs[h][j0], k, _mm512_mask_blend_ps(up[h][j0 / 16], ev, one));
         }
     }
     float Sh[ATT_MAX_HEADS];
