@@ -108,9 +108,9 @@ static inline __attribute__((always_inline)) void prefetch_ahead(const void *p, 
  * written four a row, all went out before the block's first row, the Q4_K tile's 20
  * before its first group (in the AVX2 build's Q4_K tile too, session 27: per-token
  * alternation there, at about 38 GB/s, +0.4 points, even), so a thread asked for a
- * block's lines in one burst and then computed without asking. Spread over the block's work, session 26, two threads,
- * per-token alternation in one process (both kernel sets linked), each token against a
- * read pass just before it: llama-3.2-1b Q4_K_M 0.851 of the pass against 0.821 where
+ * block's lines in one burst and then computed without asking. Spread over the block's
+ * work, session 26, two threads, per-token alternation in one process (both kernel sets
+ * linked), each token against a read pass just before it: llama-3.2-1b Q4_K_M 0.851 of the pass against 0.821 where
  * passes read about 80 GB/s, 0.924 against 0.886 where they read about 50; Q6_K 0.868
  * against 0.840 and Q5_K_M 0.869 against 0.813 at about 85; Qwen3-Next 0.935 against
  * 0.909 at about 52. The other kernels' prefetches (Q8_0, Q4_0, BF16, F16: even that way)
@@ -3857,6 +3857,9 @@ static inline __attribute__((always_inline)) void att_softmax(const int NH, floa
 /* Lanes moved up by k, the low k from fill */
 #define LANES_UP(x, fill, k) _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(x), _mm512_castps_si512(fill), 16 - (k)))
 
+/* The lanes of a 16-key vector that hold keys when left keys remain */
+static inline __mmask16 keys_mask16(int left) { return left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1); }
+
 /* The running maximum after each of 16 scores, starting from M: the scalar loop's
  * "if (s > M) M = s" as a scan. max_ps(later, earlier) keeps the earlier when they
  * compare equal (and for +0 against -0), as the loop keeps M, so any order of combining
@@ -3885,7 +3888,7 @@ static inline __attribute__((always_inline)) int att_softmax16(const int NH, flo
     const __m512 lo = _mm512_set1_ps(-INFINITY), one = _mm512_set1_ps(1.0f);
     for (int h = 0; h < NH; h++)
         for (int j0 = 0; j0 < m; j0 += 16) {
-            __mmask16 k = m - j0 >= 16 ? 0xFFFF : (__mmask16)((1u << (m - j0)) - 1);
+            __mmask16 k = keys_mask16(m - j0);
             __m512 s = _mm512_maskz_loadu_ps(k, &sc[h][j0]);
             if (_mm512_mask_cmp_ps_mask(k, s, s, _CMP_UNORD_Q)) return 0;
         }
@@ -3893,18 +3896,18 @@ static inline __attribute__((always_inline)) int att_softmax16(const int NH, flo
     for (int h = 0; h < NH; h++) {
         __m512 Mv = _mm512_set1_ps(M[h]);
         for (int j0 = 0; j0 < m; j0 += 16) {
-            __mmask16 k = m - j0 >= 16 ? 0xFFFF : (__mmask16)((1u << (m - j0)) - 1);
+            __mmask16 k = keys_mask16(m - j0);
             __m512 s = _mm512_mask_loadu_ps(lo, k, &sc[h][j0]);
             __m512 run = running_max16(s, Mv), before = LANES_UP(run, Mv, 1);
             __mmask16 gt = _mm512_cmp_ps_mask(s, before, _CMP_GT_OQ);
             _mm512_storeu_ps(&arg[h][j0], _mm512_mask_blend_ps(gt, _mm512_sub_ps(s, before), _mm512_sub_ps(before, s)));
             up[h][j0 / 16] = gt;
-            Mv = _mm512_permutexvar_ps(_mm512_set1_epi32(m - j0 >= 16 ? 15 : m - j0 - 1), run);
+            Mv = _mm512_permutexvar_ps(_mm512_set1_epi32(31 - __builtin_clz((unsigned)k)), run);   /* the last key's */
         }
         M[h] = _mm512_cvtss_f32(Mv);
         expf_row(e[h], arg[h], m);
         for (int j0 = 0; j0 < m; j0 += 16) {   /* the first m only: e holds no more */
-            __mmask16 k = m - j0 >= 16 ? 0xFFFF : (__mmask16)((1u << (m - j0)) - 1);
+            __mmask16 k = keys_mask16(m - j0);
             __m512 ev = _mm512_maskz_loadu_ps(k, &e[h][j0]);
             _mm512_mask_storeu_ps(&ms[h][j0], k, _mm512_mask_blend_ps(up[h][j0 / 16], one, ev));
             _mm512_mask_storeu_ps(&vs[h][j0], k, _mm512_mask_blend_ps(up[h][j0 / 16], ev, one));
@@ -3919,6 +3922,13 @@ static inline __attribute__((always_inline)) int att_softmax16(const int NH, flo
     #pragma GCC unroll 4
     for (int h = 0; h < NH; h++) S[h] = Sh[h];
     return 1;
+}
+#else
+/* without AVX-512 the loop does it all */
+static inline int att_softmax16(const int NH, float (*sc)[ATT_CHUNK], int m, float *M, float *S,
+                                float (*ms)[ATT_CHUNK], float (*vs)[ATT_CHUNK]) {
+    (void)NH; (void)sc; (void)m; (void)M; (void)S; (void)ms; (void)vs;
+    return 0;
 }
 #endif
 
@@ -3960,16 +3970,12 @@ static void attend_f16(const uint16_t *q16, const uint16_t *K, const uint16_t *V
 #endif
             for (int h = 0; h < nh; h++) sc[h][j] = dot_f32w_f16(qf[h], kk, D) * scale;
         }
-#ifdef LL_AVX512   /* the heads are independent: a head with a NaN score goes through the loop alone */
+        /* the heads are independent: a head with a NaN score goes through the loop alone */
         if (nh == 4) {
             if (!att_softmax16(4, sc, m, M, S, ms, vs)) att_softmax(4, sc, m, M, S, ms, vs);
         } else
             for (int h = 0; h < nh; h++)
                 if (!att_softmax16(1, sc + h, m, M + h, S + h, ms + h, vs + h)) att_softmax(1, sc + h, m, M + h, S + h, ms + h, vs + h);
-#else
-        if (nh == 4) att_softmax(4, sc, m, M, S, ms, vs);
-        else for (int h = 0; h < nh; h++) att_softmax(1, sc + h, m, M + h, S + h, ms + h, vs + h);
-#endif
         int h = 0;
 #ifdef LL_AVX512
         if (D == 64) {
