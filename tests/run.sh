@@ -7,8 +7,10 @@ passed=0; failed=0
 ORT=tests/onnx/node_modules/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1
 if [ -z "$LLAMBDA_ORT_LIB" ] && [ -f "$ORT" ]; then LLAMBDA_ORT_LIB=$(pwd)/$ORT; export LLAMBDA_ORT_LIB; fi
 run() {
+    t0=$(date +%s)
     out=$("$@" 2>&1); rc=$?
     printf '%s\n' "$out"
+    echo "($(( $(date +%s) - t0 )) s)"
     p=$(printf '%s\n' "$out" | sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\1/p' | tail -1)
     f=$(printf '%s\n' "$out" | sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\2/p' | tail -1)
     if [ -z "$p" ]; then p=0; f=1; echo "FAIL $* (no summary, exit $rc)"; fi
