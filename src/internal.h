@@ -50,16 +50,29 @@ static inline uint16_t ll_fp32_to_bf16(float f) {
 /* One lane of vdpbf16ps (AVX512_BF16), to the bit (checked against the instruction by
  * tests/test_kernels.c wherever the CPU has it): c + a[1]·b[1], then + a[0]·b[0], each a
  * fused multiply-add (a product of two bf16 values is exact in f32) that reads subnormal
- * inputs as zero and flushes a subnormal result to zero, keeping its sign. */
+ * inputs as zero and flushes a tiny result to zero, keeping its sign. Tiny as x86's
+ * flush-to-zero mode judges it, after rounding to 24 bits with an unbounded exponent: a
+ * subnormal result, and also ±2^-126 where the exact sum was below 2^-126 - 2^-151 (it
+ * rounds to 2^-126 - 2^-150 that way). c = 2^-126 plus -2^-75·2^-75 gives 0 on the
+ * instruction, where flushing subnormals alone kept 2^-126 (found in session 28). */
 static inline float ll_bf16_daz(uint16_t h) { return ll_bf16_to_fp32((h & 0x7f80) ? h : (uint16_t)(h & 0x8000)); }
 static inline float ll_ftz(float v) {
     uint32_t u; memcpy(&u, &v, 4);
     if (!(u & 0x7f800000)) u &= 0x80000000u;
     memcpy(&v, &u, 4); return v;
 }
+static inline float ll_dpbf16_step(float c, float a, float b) {
+    float r = fmaf(a, b, c);
+    uint32_t u; memcpy(&u, &r, 4);
+    /* the exact sum in double: a·b has 16 significant bits, and the one comparison that
+     * matters is decided exactly (c a multiple of 2^-149, the bound one of 2^-151) */
+    if ((u & 0x7fffffffu) == 0x00800000u && fabs((double)c + (double)a * (double)b) < 0x1p-126 - 0x1p-151) u &= 0x80000000u;
+    memcpy(&r, &u, 4);
+    return ll_ftz(r);
+}
 static inline float ll_dpbf16_lane(float c, const uint16_t *a, const uint16_t *b) {
-    c = ll_ftz(fmaf(ll_bf16_daz(a[1]), ll_bf16_daz(b[1]), c));
-    return ll_ftz(fmaf(ll_bf16_daz(a[0]), ll_bf16_daz(b[0]), c));
+    c = ll_dpbf16_step(c, ll_bf16_daz(a[1]), ll_bf16_daz(b[1]));
+    return ll_dpbf16_step(c, ll_bf16_daz(a[0]), ll_bf16_daz(b[0]));
 }
 extern float ll_fp16_table[65536];
 void ll_init_tables(void);

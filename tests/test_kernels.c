@@ -100,8 +100,8 @@ static void compare_gemm(const ll_kernels *ref, const ll_kernels *k, int type) {
     if (!k->gemm[type]) return;
     const llambda_type_traits *t = llambda_type_get(type);
     int vdt = ll_vec_dot_type(type), gdt = k->gemm_act[type];
-    /* (the wide ones take several blocks of rows, and a tail; every tile shape of the 6 x 4
-     * and 4 x 6 kernels is among the leftovers; the last is all tail, in a whole tile) */
+    /* (the wide ones take several blocks of rows, and a tail; every tile shape of the 6 x 4,
+     * 4 x 6 and 3 x 4 kernels is among the leftovers; the last is all tail, in a whole tile) */
     const int shapes[][3] = {{1024, 8, 4}, {1000, 13, 13}, {72, 4, 7}, {2048, 17, 64}, {40, 3, 2}, {96, 11, 5},
                              {8192, 31, 6}, {4096 + 3 * 64 + 8, 7, 5}, {160, 6, 9}, {40, 9, 3}};
     const int n_table = (int)(sizeof shapes / sizeof shapes[0]);
@@ -427,7 +427,13 @@ int main(void) {
 #ifdef LL_HAVE_AVX2
             /* every ISA this CPU has, whichever one is active */
             ll_kernels k2 = scalar, k512 = scalar;
-            if (ll_cpu_has_avx2()) { ll_kernels_avx2(&k2); compare(&scalar, &k2, type); }
+            if (ll_cpu_has_avx2()) {
+                ll_kernels_avx2(&k2);
+                compare(&scalar, &k2, type);
+                compare_gemm(&scalar, &k2, type);
+                if (type == LLAMBDA_TYPE_F16 || type == LLAMBDA_TYPE_BF16)
+                    CHECK(k2.gemm[type] != NULL, "avx2: no prompt kernel for %s", t->name);
+            }
             if (ll_cpu_has_avx2() && ll_cpu_has_avx512()) {
                 ll_kernels_avx512(&k512);
                 compare(&scalar, &k512, type);
@@ -481,6 +487,44 @@ int main(void) {
         const int ranges[][2] = {{100, 150}, {0, 10}, {56, 66}, {0, 254}};
         for (int v = 0; v < ns; v++)
             for (int ri = 0; ri < 4; ri++) compare_bf16_range(&scalar, &sets[v], ranges[ri][0], ranges[ri][1]);
+        /* the rounding edge of the flush: a lane at 2^-126 (2^-63·2^-63) takes -2^-150, tiny
+         * after rounding to 24 bits, so 0 on the instruction; -2^-151 rounds back to 2^-126 */
+        for (int e = 0; e < 2; e++) {
+            uint16_t a[64] = {0}, b[64] = {0};
+            a[1] = b[1] = ll_fp32_to_bf16(ldexpf(1, -63));
+            a[0] = ll_fp32_to_bf16(-ldexpf(1, -75));
+            b[0] = ll_fp32_to_bf16(ldexpf(1, e ? -76 : -75));
+            float want = e ? ldexpf(1, -126) : 0.f;
+            CHECK(!memcmp(&(float){ll_dpbf16_lane(0.f, a, b)}, &want, 4), "the lane at the flush's rounding edge (%d)", e);
+#ifdef LL_HAVE_AVX2
+            if (ll_cpu_has_avx512_bf16()) {
+                float hw[16] = {0};
+                uint16_t a32[32] = {0}, b32[32] = {0};
+                memcpy(a32, a, 4); memcpy(b32, b, 4);
+                dpbf16_hw(hw, a32, b32);
+                CHECK(!memcmp(&hw[0], &want, 4), "vdpbf16ps at the flush's rounding edge (%d) gave %a", e, (double)hw[0]);
+            }
+#endif
+            for (int v = 0; v < ns; v++) {
+                float got = -1;
+                sets[v].vec_dot[LLAMBDA_TYPE_BF16](64, &got, a, b);
+                CHECK(!memcmp(&got, &want, 4), "%s: BF16 dot at the flush's rounding edge (%d) is %a", sets[v].isa, e, (double)got);
+                if (sets[v].gemm[LLAMBDA_TYPE_BF16]) {   /* and the prompt kernel, in its activation format */
+                    int gdt = sets[v].gemm_act[LLAMBDA_TYPE_BF16];
+                    uint8_t gx[256];
+                    float f[64], g2[2] = {-1, -1};
+                    for (int i = 0; i < 64; i++) f[i] = ll_bf16_to_fp32(b[i]);
+                    sets[v].from_float[gdt](f, gx, 64);
+                    void *scratch = malloc(ll_gemm_scratch_bytes(64));
+                    uint16_t w2[2][64];
+                    memcpy(w2[0], a, sizeof a); memcpy(w2[1], a, sizeof a);
+                    sets[v].gemm[LLAMBDA_TYPE_BF16](64, g2, 2, w2, sizeof w2[0], 2, gx, ll_act_row_bytes(gdt, 64), 1, scratch, NULL, 0);
+                    free(scratch);
+                    CHECK(!memcmp(&g2[0], &want, 4) && !memcmp(&g2[1], &want, 4), "%s: BF16 prompt kernel at the flush's rounding edge (%d) is %a",
+                          sets[v].isa, e, (double)g2[0]);
+                }
+            }
+        }
     }
     TEST("kernels: the norms' sum of squares, every length, against a sequential sum") test_sum_squares();
     TEST("kernels: the norms' scaling and the residual add in lanes give the scalar loops' bits, every length") test_norm_add_lanes();
@@ -980,6 +1024,7 @@ int main(void) {
                 CHECK(k2.vec_dot_x8_t4[tiled[i]], "%s has no 8x4 tile", llambda_type_get(tiled[i])->name);
             CHECK(k2.pack_x8[LLAMBDA_TYPE_Q4_K] && k2.dot_packed[LLAMBDA_TYPE_Q4_K], "Q4_K has no repacked kernel");
             CHECK(k2.pack_x8[LLAMBDA_TYPE_Q6_K] && k2.dot_packed[LLAMBDA_TYPE_Q6_K], "Q6_K has no repacked kernel");
+            CHECK(k2.pack_x8[LLAMBDA_TYPE_Q5_K] && k2.dot_packed[LLAMBDA_TYPE_Q5_K], "Q5_K has no repacked kernel");
             CHECK(k2.pack_x8[LLAMBDA_TYPE_Q8_0] && k2.dot_packed[LLAMBDA_TYPE_Q8_0], "Q8_0 has no repacked kernel");
             CHECK(k2.pack_x8[LLAMBDA_TYPE_Q4_0] && k2.dot_packed[LLAMBDA_TYPE_Q4_0], "Q4_0 has no repacked kernel");
             CHECK(k2.pack_x8[LLAMBDA_TYPE_IQ4_XS] && k2.dot_packed[LLAMBDA_TYPE_IQ4_XS], "IQ4_XS has no repacked kernel");

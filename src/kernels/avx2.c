@@ -221,27 +221,34 @@ static inline __attribute__((always_inline)) float dot_x_f16(const void *a, int 
 static float dot_f16_f16(const uint16_t *a, const uint16_t *b, int64_t n) { return dot_x_f16(a, 0, b, n); }
 
 
-/* A value whose exponent bits are zero (subnormal or zero) -> zero of its sign: what
- * vdpbf16ps does to its inputs and to each of its two results (ll_dpbf16_lane) */
-static inline __m256 flush_subnormal8(__m256 v) {
-    __m256i u = _mm256_castps_si256(v);
-    __m256i tiny = _mm256_cmpeq_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7f800000)), _mm256_setzero_si256());
-    return _mm256_castsi256_ps(_mm256_andnot_si256(_mm256_and_si256(tiny, _mm256_set1_epi32(0x7fffffff)), u));
+/* vdpbf16ps reads subnormal inputs as zeros of their sign and flushes each of its two
+ * results the same way (ll_dpbf16_lane): the MXCSR's denormals-are-zero and flush-to-zero
+ * modes do both in the hardware, so its emulation is plain fused multiply-adds between
+ * bf16_modes_on and bf16_modes_off (test_kernels checks the bits against the instruction
+ * and the scalar lane, in the subnormal and underflow ranges too). Masking each input and
+ * result by its exponent instead (four integer steps a vector, six a pair of products)
+ * made the AVX2 BF16 kernels compute-bound: llama-3.2-1b tg128 at 0.57x llama.cpp's AVX2
+ * build. The modes are the thread's: set at a kernel's start, put back before its
+ * reduction, with the accumulators passed through an empty asm on either side so that the
+ * compiler keeps the arithmetic between the two writes. */
+#define MXCSR_DAZ_FTZ 0x8040u
+static inline unsigned bf16_modes_on(void) {
+    unsigned csr = _mm_getcsr();
+    _mm_setcsr(csr | MXCSR_DAZ_FTZ);
+    return csr;
 }
+#define KEEP_HERE(v) __asm__ volatile("" : "+x"(v))
 
-/* Eight lanes of vdpbf16ps without the instruction: lane l takes the pair (2l, 2l + 1) of
+/* Eight lanes of vdpbf16ps (in the modes above): lane l takes the pair (2l, 2l + 1) of
  * sixteen bf16 values, read as one 32-bit lane whose high half (the odd element) masked
  * and low half (the even one) shifted up are the two values widened */
-static inline __m256 dpbf16_8(__m256 c, const uint16_t *a, const uint16_t *b) {
+static inline __m256 dpbf16_8(__m256 c, __m256i ua, __m256i ub) {
     const __m256i high = _mm256_set1_epi32((int)0xffff0000u);
-    __m256i ua = _mm256_loadu_si256((const __m256i *)a), ub = _mm256_loadu_si256((const __m256i *)b);
-    __m256 a1 = flush_subnormal8(_mm256_castsi256_ps(_mm256_and_si256(ua, high)));
-    __m256 b1 = flush_subnormal8(_mm256_castsi256_ps(_mm256_and_si256(ub, high)));
-    __m256 a0 = flush_subnormal8(_mm256_castsi256_ps(_mm256_slli_epi32(ua, 16)));
-    __m256 b0 = flush_subnormal8(_mm256_castsi256_ps(_mm256_slli_epi32(ub, 16)));
-    c = flush_subnormal8(_mm256_fmadd_ps(a1, b1, c));
-    return flush_subnormal8(_mm256_fmadd_ps(a0, b0, c));
+    __m256 a1 = _mm256_castsi256_ps(_mm256_and_si256(ua, high)), b1 = _mm256_castsi256_ps(_mm256_and_si256(ub, high));
+    __m256 a0 = _mm256_castsi256_ps(_mm256_slli_epi32(ua, 16)), b0 = _mm256_castsi256_ps(_mm256_slli_epi32(ub, 16));
+    return _mm256_fmadd_ps(a0, b0, _mm256_fmadd_ps(a1, b1, c));
 }
+static inline __m256i load256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
 /* scalar.c's dot_bf16 on CPUs without AVX512_BF16: its two 16-lane accumulators each as
  * two 8-lane halves, each reduced as reduce16 (hsum8 of the halves' sum) */
@@ -249,15 +256,20 @@ static void dot_bf16(int64_t n, float *s, const void *w, const void *x) {
     const int ahead = PREFETCH_AHEAD;   /* BF16 keeps the fixed distance (see PREFETCH_AHEAD) */
     const uint16_t *a = w, *b = x;
     __m256 c[2][2] = {{_mm256_setzero_ps(), _mm256_setzero_ps()}, {_mm256_setzero_ps(), _mm256_setzero_ps()}};
+    unsigned csr = bf16_modes_on();
+    for (int h = 0; h < 2; h++) { KEEP_HERE(c[h][0]); KEEP_HERE(c[h][1]); }
     int64_t i = 0;
     for (; i + 64 <= n; i += 64) {
         prefetch_ahead(a + i, ahead);
         prefetch_ahead(a + i + 32, ahead);
         for (int h = 0; h < 2; h++) {
-            c[h][0] = dpbf16_8(c[h][0], a + i + 32 * h, b + i + 32 * h);
-            c[h][1] = dpbf16_8(c[h][1], a + i + 32 * h + 16, b + i + 32 * h + 16);
+            c[h][0] = dpbf16_8(c[h][0], load256(a + i + 32 * h), load256(b + i + 32 * h));
+            c[h][1] = dpbf16_8(c[h][1], load256(a + i + 32 * h + 16), load256(b + i + 32 * h + 16));
         }
     }
+    for (int h = 0; h < 2; h++) { KEEP_HERE(c[h][0]); KEEP_HERE(c[h][1]); }
+    _mm_setcsr(csr);
+    for (int h = 0; h < 2; h++) { KEEP_HERE(c[h][0]); KEEP_HERE(c[h][1]); }
     double sum = (double)hsum8(_mm256_add_ps(c[0][0], c[0][1])) + (double)hsum8(_mm256_add_ps(c[1][0], c[1][1]));
     for (; i < n; i++) sum += (double)(ll_bf16_to_fp32(a[i]) * ll_bf16_to_fp32(b[i]));
     *s = (float)sum;
@@ -450,7 +462,6 @@ PACKED_ROWS(dot_f16_rows, dot_f16, 2)
 PACKED_ROWS(dot_bf16_rows, dot_bf16, 2)
 PACKED_ROWS(dot_f32_rows, dot_f32, 4)
 
-#ifdef LL_AVX512
 /* F16 and BF16 tiles for the 512-bit kernels: the one-token kernels read G rows at once
  * (F16 four, BF16 eight), so the tile keeps each group of G rows one 64-element step (128
  * bytes) of each row after another: row q's step s at group + (s·G + q)·128. A kernel then
@@ -471,6 +482,7 @@ static inline const uint16_t *tile16_at(const void *tile, int64_t n, int G, int 
     if (e >= full) return (const uint16_t *)(t + (size_t)full * 16 + (size_t)r * tile16_tail_stride(n)) + (e - full);
     return (const uint16_t *)(t + (size_t)(r / G) * (size_t)G * (size_t)full * 2 + ((size_t)(e / 64) * (size_t)G + (size_t)(r % G)) * 128) + e % 64;
 }
+#ifdef LL_AVX512
 static size_t pack_tile16(int64_t n, int G, const void *w, size_t stride, void *dst) {
     const int64_t full = n / 64 * 64;
     const size_t ts = tile16_tail_stride(n);
@@ -693,6 +705,7 @@ static void pass_row_bf16(const float *x, void *y, int64_t n) {
     }
     for (int64_t i = full; i < n; i++) o[i] = ll_fp32_to_bf16(x[i]);
 }
+#endif
 
 /* Weight rows b0 .. b0 + R - 1 into pass order, ws elements apart (unit j of every
  * 64-element step to pass j, the tail in place): plain rows stride bytes apart (G = 0), or
@@ -720,6 +733,7 @@ static inline __attribute__((always_inline)) void pass_rows_from(int G, int n_pa
 static void pass_rows(int n_pass, int64_t n, const uint8_t *w, size_t stride, int b0, int R, uint16_t *dst, size_t ws) {
     pass_rows_from(0, n_pass, n, w, stride, b0, R, dst, ws);
 }
+#ifdef LL_AVX512
 static void pass_rows_f16_tiles(int n_pass, int64_t n, const uint8_t *w, size_t stride, int b0, int R, uint16_t *dst,
                                 size_t ws) {
     pass_rows_from(F16_GROUP, n_pass, n, w, stride, b0, R, dst, ws);
@@ -879,6 +893,8 @@ static inline __attribute__((always_inline)) BF16_TARGET void pass_tile_bf16(int
         }
 }
 
+#endif
+
 /* The weights a thread reads next (its next work item's rows), fetched into L2 in equal
  * slices, one per tile of the current item, so that they arrive while this item computes
  * and its reordering (pass_rows) finds them in cache rather than waiting on memory:
@@ -947,6 +963,7 @@ static inline int row_tiles(int n_rows, int block, int TR) {
         }                                                                                                          \
     } while (0)
 
+#ifdef LL_AVX512
 static void gemm_f16(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, int n_rows, const void *x,
                      size_t x_stride, int n_tok, void *scratch, const void *next, size_t next_bytes) {
     GEMM_PASS(pass_tile_f16, pass_rows, 4, 6, 4, PASS_CASES_6x4);
@@ -967,6 +984,129 @@ static BF16_TARGET void gemm_bf16_tiles(int64_t n, float *out, size_t out_stride
     GEMM_PASS(pass_tile_bf16, pass_rows_bf16_tiles, 2, 4, 6, PASS_CASES_4x6);
 }
 #endif
+
+/* F16 prompts in 256-bit registers (the AVX2 set's; the AVX-512 set has its own above). dot_f16 holds each 16-lane accumulator as two 8-lane
+ * halves (lo: elements 16j..16j+7 of every 64-element step, hi: the next eight), each lane
+ * a chain of its own, so a tile makes the eight halves one after another: half h of pass j
+ * reads the h-th eight of each 16-element unit of the reordered rows (pass_rows, as in the
+ * AVX-512 kernel) against the activations where they are, rounded to f16 and held as f32
+ * (LL_ACT_F16_AS_F32, what dot_f16 takes: no widening in the loop, and the loads fold into
+ * the fused multiply-adds). Three rows by four tokens fill the sixteen registers: twelve
+ * accumulators, three widened weight vectors, one activation vector. Then dot_f16's
+ * reduction and tail for each output: its bits. */
+static inline __attribute__((always_inline)) void pass_tile_f16_ymm(int R, int T, int64_t n, float *out, size_t out_stride,
+                                                                    const uint16_t *w, size_t ws, const uint8_t *x,
+                                                                    size_t x_stride) {
+    const int64_t full = n / LL_PASS_STEP * LL_PASS_STEP, P = full / 4;
+    const float *b[4];
+    for (int t = 0; t < T; t++) b[t] = (const float *)(x + (size_t)t * x_stride);
+    float part[4][2][3][4][8] __attribute__((aligned(32)));   /* [pass][half][row][token] */
+    for (int j = 0; j < 4; j++)
+        for (int h = 0; h < 2; h++) {
+            __m256 acc[3][4];
+            #pragma GCC unroll 3
+            for (int r = 0; r < R; r++)
+                #pragma GCC unroll 4
+                for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
+            const uint16_t *wj = w + j * P + 8 * h;
+            for (int64_t u = 0, e = 16 * j + 8 * h; u < P; u += 16, e += LL_PASS_STEP) {
+                __m256 wv[3];
+                #pragma GCC unroll 3
+                for (int r = 0; r < R; r++) wv[r] = load_f16(wj + (size_t)r * ws + u);
+                #pragma GCC unroll 4
+                for (int t = 0; t < T; t++) {
+                    __m256 xv = _mm256_loadu_ps(b[t] + e);
+                    #pragma GCC unroll 3
+                    for (int r = 0; r < R; r++) acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
+                }
+            }
+            #pragma GCC unroll 3
+            for (int r = 0; r < R; r++)
+                #pragma GCC unroll 4
+                for (int t = 0; t < T; t++) _mm256_store_ps(part[j][h][r][t], acc[r][t]);
+        }
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) {
+            __m256 lo[4], hi[4];
+            for (int j = 0; j < 4; j++) { lo[j] = _mm256_load_ps(part[j][0][r][t]); hi[j] = _mm256_load_ps(part[j][1][r][t]); }
+            double sum = reduce_4x16(lo, hi);
+            for (int64_t k = full; k < n; k++) sum += (double)(LL_FP16(w[(size_t)r * ws + (size_t)k]) * b[t][k]);
+            out[(size_t)t * out_stride + (size_t)r] = (float)sum;
+        }
+}
+#define PASS_CASES_3x4(TILE)                                                                                       \
+    PASS_CASE(TILE, 3, 4); PASS_CASE(TILE, 3, 3); PASS_CASE(TILE, 3, 2); PASS_CASE(TILE, 3, 1);                    \
+    PASS_CASE(TILE, 2, 4); PASS_CASE(TILE, 2, 3); PASS_CASE(TILE, 2, 2); PASS_CASE(TILE, 2, 1);                    \
+    PASS_CASE(TILE, 1, 4); PASS_CASE(TILE, 1, 3); PASS_CASE(TILE, 1, 2); PASS_CASE(TILE, 1, 1)
+
+static void gemm_f16_ymm(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, int n_rows,
+                         const void *x, size_t x_stride, int n_tok, void *scratch, const void *next, size_t next_bytes) {
+    GEMM_PASS(pass_tile_f16_ymm, pass_rows, 4, 3, 4, PASS_CASES_3x4);
+}
+
+/* BF16 prompts the same way (the AVX-512 set's too where the CPU lacks AVX512_BF16):
+ * dot_bf16's four 8-lane accumulators are the four passes (16
+ * elements, eight pairs, a vector a step), each pair two fused multiply-adds in the modes
+ * of bf16_modes_on; the activations plain bf16 where they are (what dot_bf16 takes). Two
+ * rows by four tokens: eight accumulators, each row's two widened halves, a token's two. */
+static inline __attribute__((always_inline)) void pass_tile_bf16_ymm(int R, int T, int64_t n, float *out, size_t out_stride,
+                                                                     const uint16_t *w, size_t ws, const uint8_t *x,
+                                                                     size_t x_stride) {
+    const int64_t full = n / LL_PASS_STEP * LL_PASS_STEP, P = full / 4;
+    const __m256i high = _mm256_set1_epi32((int)0xffff0000u);
+    const uint16_t *b[4];
+    for (int t = 0; t < T; t++) b[t] = (const uint16_t *)(x + (size_t)t * x_stride);
+    float part[4][2][4][8] __attribute__((aligned(32)));   /* [pass][row][token] */
+    unsigned csr = bf16_modes_on();
+    __asm__ volatile("" ::: "memory");   /* the products after the modes are set (see bf16_modes_on) */
+    for (int j = 0; j < 4; j++) {
+        __m256 acc[2][4];
+        #pragma GCC unroll 2
+        for (int r = 0; r < R; r++)
+            #pragma GCC unroll 4
+            for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
+        for (int64_t u = 0, e = 16 * j; u < P; u += 16, e += LL_PASS_STEP) {
+            __m256 w1[2], w0[2];
+            #pragma GCC unroll 2
+            for (int r = 0; r < R; r++) {
+                __m256i wv = load256(w + (size_t)r * ws + (size_t)j * (size_t)P + u);
+                w1[r] = _mm256_castsi256_ps(_mm256_and_si256(wv, high));
+                w0[r] = _mm256_castsi256_ps(_mm256_slli_epi32(wv, 16));
+            }
+            #pragma GCC unroll 4
+            for (int t = 0; t < T; t++) {
+                __m256i xv = load256(b[t] + e);
+                __m256 x1 = _mm256_castsi256_ps(_mm256_and_si256(xv, high)), x0 = _mm256_castsi256_ps(_mm256_slli_epi32(xv, 16));
+                #pragma GCC unroll 2
+                for (int r = 0; r < R; r++) acc[r][t] = _mm256_fmadd_ps(w0[r], x0, _mm256_fmadd_ps(w1[r], x1, acc[r][t]));
+            }
+        }
+        #pragma GCC unroll 2
+        for (int r = 0; r < R; r++)
+            #pragma GCC unroll 4
+            for (int t = 0; t < T; t++) _mm256_store_ps(part[j][r][t], acc[r][t]);
+    }
+    __asm__ volatile("" ::: "memory");   /* and the sums stored before they are put back */
+    _mm_setcsr(csr);
+    __asm__ volatile("" ::: "memory");
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) {
+            __m256 c0 = _mm256_add_ps(_mm256_load_ps(part[0][r][t]), _mm256_load_ps(part[1][r][t]));
+            __m256 c1 = _mm256_add_ps(_mm256_load_ps(part[2][r][t]), _mm256_load_ps(part[3][r][t]));
+            double sum = (double)hsum8(c0) + (double)hsum8(c1);
+            for (int64_t k = full; k < n; k++)
+                sum += (double)(ll_bf16_to_fp32(w[(size_t)r * ws + (size_t)k]) * ll_bf16_to_fp32(b[t][k]));
+            out[(size_t)t * out_stride + (size_t)r] = (float)sum;
+        }
+}
+#define PASS_CASES_2x4(TILE)                                                                                       \
+    PASS_CASE(TILE, 2, 4); PASS_CASE(TILE, 2, 3); PASS_CASE(TILE, 2, 2); PASS_CASE(TILE, 2, 1);                    \
+    PASS_CASE(TILE, 1, 4); PASS_CASE(TILE, 1, 3); PASS_CASE(TILE, 1, 2); PASS_CASE(TILE, 1, 1)
+
+static void gemm_bf16_ymm(int64_t n, float *out, size_t out_stride, const void *w, size_t stride, int n_rows,
+                          const void *x, size_t x_stride, int n_tok, void *scratch, const void *next, size_t next_bytes) {
+    GEMM_PASS(pass_tile_bf16_ymm, pass_rows, 4, 2, 4, PASS_CASES_2x4);
+}
 
 /* dot_f16_f16 with its first operand already widened (exactly) to f32: the same bits */
 static float dot_f32w_f16(const float *a, const uint16_t *b, int64_t n) { return dot_x_f16(a, 1, b, n); }
@@ -3145,8 +3285,7 @@ static void dot_q4_0_packed2(int64_t n, float *out, size_t out_stride, const voi
 }
 #endif
 
-#ifdef LL_AVX512
-/* Q5_K repacked (AVX-512 builds). dot_q5_K keeps eight float lanes per row (lane k:
+/* Q5_K repacked. dot_q5_K keeps eight float lanes per row (lane k:
  * elements 4k..4k+3 of every 32-element sub-block) and one float for the mins, so the tile
  * keeps, per token, the eight rows' eight lanes (four 512-bit accumulators, lane 2r + e of
  * accumulator s holding row r's lane 2s + e) and one for their mins. Each row's quants are
@@ -3195,6 +3334,7 @@ static size_t pack_q5_K_r8(int64_t n, const void *w, size_t stride, void *dst) {
     return (size_t)nb * sizeof(block_q5_K_r8);
 }
 
+#ifdef LL_AVX512
 static inline __attribute__((always_inline)) void q5_K_r8_tile(int64_t n, float *out, size_t out_stride,
                                                                const block_q5_K_r8 *p, const void *x, size_t x_stride,
                                                                const int T) {
@@ -3261,6 +3401,115 @@ static inline __attribute__((always_inline)) void q5_K_r8_tile(int64_t n, float 
         __m512 c = _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][2]), _mm512_add_ps(acc[t][1], acc[t][3]));
         __m512 sum = _mm512_add_ps(c, _mm512_castsi512_ps(_mm512_srli_epi64(_mm512_castps_si512(c), 32)));
         __m256 r = _mm256_castsi256_ps(_mm512_cvtepi64_epi32(_mm512_castps_si512(sum)));
+        _mm256_storeu_ps(out + (size_t)t * out_stride, _mm256_add_ps(r, accm[t]));
+    }
+}
+
+static void dot_q5_K_r8(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride, int n_tok) {
+    int t = 0;
+    for (; t + 2 <= n_tok; t += 2)
+        q5_K_r8_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 2);
+    for (; t < n_tok; t++)
+        q5_K_r8_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 1);
+}
+#else
+/* The same layout in 256-bit registers (the AVX2 build): a 32-byte load of qs is one step
+ * pair of four rows (rows 4v..4v+3, v the tile's half), a row's two steps in adjacent
+ * lanes, and one 8-byte broadcast still gives each lane its four activations, for both
+ * halves. Without VNNI a product is vpmaddubsw (pairs within int16: 31 x 127 x 2) and then
+ * vpmaddwd against the sub-block's scale, each row's in the four words of its two lanes:
+ * the scaled integers of dot_q5_K's lanes, exactly, then its fused multiply-adds and its
+ * hsum, so its bits. It replaces dot_q5_K a row at a time (the scales unpacked per row and
+ * block in scalar code). */
+#define W4(b) b, -128, b, -128, b, -128, b, -128
+/* [half v][0: sub-block 2j, 1: 2j + 1]: vpshufb picking row 4v + r's scale (bytes 2r + e of
+ * a group's sc, in both 128-bit lanes) into the four words of lanes 2r, 2r + 1 */
+static const int8_t q5_K_scale_words[2][2][32] = {{{W4(0), W4(2), W4(4), W4(6)}, {W4(1), W4(3), W4(5), W4(7)}},
+                                                  {{W4(8), W4(10), W4(12), W4(14)}, {W4(9), W4(11), W4(13), W4(15)}}};
+#undef W4
+
+/* bit b of every byte of h moved to bit 4 (within 16-bit shifts; the caller masks bit 4) */
+static inline __m256i bit_to_4(__m256i h, int b) {
+    return b < 4 ? _mm256_slli_epi16(h, 4 - b) : b > 4 ? _mm256_srli_epi16(h, b - 4) : h;
+}
+
+static inline __attribute__((always_inline)) void q5_K_r8_tile(int64_t n, float *out, size_t out_stride,
+                                                               const block_q5_K_r8 *p, const void *x, size_t x_stride,
+                                                               const int T) {
+    const int ahead = stream_ahead();
+    const __m256i m4 = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10);
+    const __m256i half_rows[2] = {_mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3), _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7)};
+    __m256 acc[4][4][2], accm[4];   /* [token][step pair][half] */
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; t++) {
+        accm[t] = _mm256_setzero_ps();
+        for (int st = 0; st < 4; st++) acc[t][st][0] = acc[t][st][1] = _mm256_setzero_ps();
+    }
+    for (int64_t i = 0; i < n / QK_K; i++, p++) {
+        const block_q8_K *y[4];
+        __m256 d[4][2];   /* half v: row 4v + r's d in lanes 2r, 2r + 1 */
+        __m256 xd = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d));
+        __m256 xdmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->dmin));
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; t++) {
+            y[t] = (const block_q8_K *)((const uint8_t *)x + (size_t)t * x_stride) + i;
+            __m256 dt = _mm256_mul_ps(_mm256_set1_ps(y[t]->d), xd);
+            d[t][0] = _mm256_permutevar8x32_ps(dt, half_rows[0]);
+            d[t][1] = _mm256_permutevar8x32_ps(dt, half_rows[1]);
+            __m256i ms = mins_by_row(p->mn, y[t]);   /* the mins against the sub-block activation sums */
+            accm[t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(-y[t]->d), xdmin), _mm256_cvtepi32_ps(ms), accm[t]);
+        }
+        #pragma GCC unroll 4
+        for (int st = 0; st < 4; st++) {
+            #pragma GCC unroll 6
+            for (int l = 0; l < 6; l++)   /* the 1440-byte block: 23 lines, 6 per step pair */
+                if (6 * st + l < 23) prefetch_tile((const char *)p + 64 * (6 * st + l), ahead, T);
+            __m256i h[2] = {_mm256_loadu_si256((const __m256i *)p->s[st].qh[0]), _mm256_loadu_si256((const __m256i *)p->s[st].qh[4])};
+            __m256i sum[4][2];
+            #pragma GCC unroll 4
+            for (int t = 0; t < T; t++) sum[t][0] = sum[t][1] = _mm256_setzero_si256();
+            #pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                __m256i sc = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)p->sc[j]));
+                __m256i yl[4], yh[4];
+                #pragma GCC unroll 4
+                for (int t = 0; t < T; t++) {
+                    int64_t l8, h8;
+                    memcpy(&l8, y[t]->qs + 64 * j + 8 * st, 8);
+                    memcpy(&h8, y[t]->qs + 64 * j + 32 + 8 * st, 8);
+                    yl[t] = _mm256_set1_epi64x(l8);
+                    yh[t] = _mm256_set1_epi64x(h8);
+                }
+                #pragma GCC unroll 2
+                for (int v = 0; v < 2; v++) {
+                    __m256i q = _mm256_loadu_si256((const __m256i *)p->s[st].qs[j][4 * v]);
+                    ONE_LOAD(q);
+                    /* fifth bits: bit 2j for the low nibbles (sub-block 2j), 2j + 1 for the high ones */
+                    __m256i lo = _mm256_or_si256(_mm256_and_si256(q, m4), _mm256_and_si256(bit_to_4(h[v], 2 * j), b4));
+                    __m256i hi = _mm256_or_si256(HIGH_NIBBLES(q, m4), _mm256_and_si256(bit_to_4(h[v], 2 * j + 1), b4));
+                    __m256i sl = _mm256_shuffle_epi8(sc, _mm256_loadu_si256((const __m256i *)q5_K_scale_words[v][0]));
+                    __m256i sh = _mm256_shuffle_epi8(sc, _mm256_loadu_si256((const __m256i *)q5_K_scale_words[v][1]));
+                    #pragma GCC unroll 4
+                    for (int t = 0; t < T; t++) {
+                        sum[t][v] = ACC_MADD16(sum[t][v], mul_u8_i8_pairs(lo, yl[t]), sl);
+                        sum[t][v] = ACC_MADD16(sum[t][v], mul_u8_i8_pairs(hi, yh[t]), sh);
+                    }
+                }
+            }
+            #pragma GCC unroll 4
+            for (int t = 0; t < T; t++)
+                for (int v = 0; v < 2; v++)
+                    acc[t][st][v] = _mm256_fmadd_ps(d[t][v], _mm256_cvtepi32_ps(sum[t][v]), acc[t][st][v]);
+        }
+    }
+    #pragma GCC unroll 4
+    for (int t = 0; t < T; t++) {
+        /* dot_q5_K's hsum of a row's lanes as in the 512-bit tile: the step pairs' brackets,
+         * then each row's two lanes (hadd: rows 0, 1, 4, 5 | 2, 3, 6, 7, put back in order) */
+        __m256 c[2];
+        for (int v = 0; v < 2; v++)
+            c[v] = _mm256_add_ps(_mm256_add_ps(acc[t][0][v], acc[t][2][v]), _mm256_add_ps(acc[t][1][v], acc[t][3][v]));
+        __m256 r = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_hadd_ps(c[0], c[1])), 0xD8));
         _mm256_storeu_ps(out + (size_t)t * out_stride, _mm256_add_ps(r, accm[t]));
     }
 }
@@ -4276,6 +4525,10 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q8_0] = dot_q8_0_x8_t4;
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q4_0] = dot_q4_0_x8_t4;
     k->vec_dot[LLAMBDA_TYPE_BF16] = dot_bf16;
+    k->gemm[LLAMBDA_TYPE_F16] = gemm_f16_ymm;   /* the AVX-512 set replaces both below, BF16 where it can */
+    k->gemm_act[LLAMBDA_TYPE_F16] = LL_ACT_F16_AS_F32;
+    k->gemm[LLAMBDA_TYPE_BF16] = gemm_bf16_ymm;
+    k->gemm_act[LLAMBDA_TYPE_BF16] = LLAMBDA_TYPE_BF16;
     k->pack_x8[LLAMBDA_TYPE_F16] = k->pack_x8[LLAMBDA_TYPE_BF16] = pack_rows16_x8;
     k->dot_packed[LLAMBDA_TYPE_F16] = dot_f16_rows;
     k->dot_packed[LLAMBDA_TYPE_BF16] = dot_bf16_rows;
@@ -4290,8 +4543,6 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->dot_packed2[LLAMBDA_TYPE_IQ4_XS] = dot_iq4_xs_packed2;
     k->pack_x8[LLAMBDA_TYPE_Q6_K] = pack_q6_K_r8;
     k->dot_packed[LLAMBDA_TYPE_Q6_K] = dot_q6_K_r8;
-    k->pack_x8[LLAMBDA_TYPE_Q5_K] = pack_q5_K_r8;
-    k->dot_packed[LLAMBDA_TYPE_Q5_K] = dot_q5_K_r8;
     k->vec_dot_x8[LLAMBDA_TYPE_F16] = dot_f16_x8;
     k->gemm[LLAMBDA_TYPE_F32] = gemm_f32;
     k->gemm[LLAMBDA_TYPE_F16] = gemm_f16;
@@ -4311,6 +4562,8 @@ void ll_kernels_avx2(ll_kernels *k) {
     }
 #endif
     k->vec_dot[LLAMBDA_TYPE_Q5_K] = dot_q5_K;
+    k->pack_x8[LLAMBDA_TYPE_Q5_K] = pack_q5_K_r8;
+    k->dot_packed[LLAMBDA_TYPE_Q5_K] = dot_q5_K_r8;
     k->vec_dot[LLAMBDA_TYPE_Q6_K] = dot_q6_K;
     k->vec_dot[LLAMBDA_TYPE_Q4_1] = dot_q4_1;
     k->vec_dot[LLAMBDA_TYPE_Q5_1] = dot_q5_1;
