@@ -4,7 +4,10 @@ PREFIX ?= /usr/local
 BUILD ?= build
 OPT ?= -O2
 SAN ?=
-CFLAGS_BASE = -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Isrc $(OPT) -g -pthread -fPIC $(SAN)
+# the x86 kernel files' sanitizers (default: SAN's); see .ci/run
+KERNEL_SAN ?= $(SAN)
+CFLAGS_COMMON = -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Isrc $(OPT) -g -pthread -fPIC
+CFLAGS_BASE = $(CFLAGS_COMMON) $(SAN)
 LDLIBS = -lm -lpthread -lpcre2-8 -lcrypto -ldl
 ARCH := $(shell uname -m)
 
@@ -13,7 +16,7 @@ LIB_SRC = src/error.c src/os_posix.c src/gguf.c src/quant/float.c src/quant/quan
           $(wildcard src/tokenizer/*.c) $(wildcard src/backends/*.c) $(filter-out src/error.c src/os_posix.c src/gguf.c,$(wildcard src/*.c))
 ifeq ($(ARCH),x86_64)
 LIB_SRC += src/kernels/avx2.c src/kernels/avx512.c
-CFLAGS_BASE += -DLL_HAVE_AVX2
+CFLAGS_COMMON += -DLL_HAVE_AVX2
 endif
 # The CUDA backend: `make CUDA=1` (nvcc from PATH or $(CUDA_HOME)); the default build has none.
 CUDA ?= 0
@@ -21,7 +24,7 @@ CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(shell command -v nvcc 2>/dev/null || echo $(CUDA_HOME)/bin/nvcc)
 CU_OBJ =
 ifeq ($(CUDA),1)
-CFLAGS_BASE += -DLL_HAVE_CUDA
+CFLAGS_COMMON += -DLL_HAVE_CUDA
 CU_OBJ = $(BUILD)/src/backends/cuda_kernels.o
 LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -lstdc++
 else
@@ -41,11 +44,11 @@ $(BUILD)/%.o: %.c include/llambda.h src/internal.h $(wildcard src/*/*.h) $(wildc
 
 $(BUILD)/src/kernels/avx2.o: src/kernels/avx2.c include/llambda.h src/internal.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) $(CFLAGS) -mavx2 -mfma -mf16c -c $< -o $@
+	$(CC) $(CFLAGS_COMMON) $(KERNEL_SAN) $(CFLAGS) -mavx2 -mfma -mf16c -c $< -o $@
 
 $(BUILD)/src/kernels/avx512.o: src/kernels/avx512.c src/kernels/avx2.c include/llambda.h src/internal.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) $(CFLAGS) -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512vnni -c $< -o $@
+	$(CC) $(CFLAGS_COMMON) $(KERNEL_SAN) $(CFLAGS) -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512vnni -c $< -o $@
 
 $(BUILD)/src/backends/cuda_kernels.o: src/backends/cuda_kernels.cu
 	@mkdir -p $(dir $@)
