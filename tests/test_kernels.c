@@ -431,6 +431,7 @@ int main(void) {
                 ll_kernels_avx2(&k2);
                 compare(&scalar, &k2, type);
                 compare_gemm(&scalar, &k2, type);
+                if (type == LLAMBDA_TYPE_F16) compare_pass_format(&scalar, &k2, LL_ACT_F16_PASS, LL_ACT_F16_AS_F32, 4);
                 if (type == LLAMBDA_TYPE_F16 || type == LLAMBDA_TYPE_BF16)
                     CHECK(k2.gemm[type] != NULL, "avx2: no prompt kernel for %s", t->name);
             }

@@ -223,9 +223,11 @@ static float dot_f16_f16(const uint16_t *a, const uint16_t *b, int64_t n) { retu
 
 /* vdpbf16ps reads subnormal inputs as zeros of their sign and flushes each of its two
  * results the same way (ll_dpbf16_lane): the MXCSR's denormals-are-zero and flush-to-zero
- * modes do both in the hardware, so its emulation is plain fused multiply-adds between
- * bf16_modes_on and bf16_modes_off (test_kernels checks the bits against the instruction
- * and the scalar lane, in the subnormal and underflow ranges too). Masking each input and
+ * modes do both in the hardware (tininess judged after rounding, as the instruction
+ * does), so its emulation is plain fused multiply-adds between bf16_modes_on and the
+ * _mm_setcsr that puts the caller's modes back (test_kernels checks the bits against the
+ * instruction and the scalar lane, in the subnormal and underflow ranges and at the
+ * rounding edge). Masking each input and
  * result by its exponent instead (four integer steps a vector, six a pair of products)
  * made the AVX2 BF16 kernels compute-bound: llama-3.2-1b tg128 at 0.57x llama.cpp's AVX2
  * build. The modes are the thread's: set at a kernel's start, put back before its
@@ -985,21 +987,24 @@ static BF16_TARGET void gemm_bf16_tiles(int64_t n, float *out, size_t out_stride
 }
 #endif
 
-/* F16 prompts in 256-bit registers (the AVX2 set's; the AVX-512 set has its own above). dot_f16 holds each 16-lane accumulator as two 8-lane
- * halves (lo: elements 16j..16j+7 of every 64-element step, hi: the next eight), each lane
- * a chain of its own, so a tile makes the eight halves one after another: half h of pass j
- * reads the h-th eight of each 16-element unit of the reordered rows (pass_rows, as in the
- * AVX-512 kernel) against the activations where they are, rounded to f16 and held as f32
- * (LL_ACT_F16_AS_F32, what dot_f16 takes: no widening in the loop, and the loads fold into
- * the fused multiply-adds). Three rows by four tokens fill the sixteen registers: twelve
+/* F16 prompts in 256-bit registers (the AVX2 set's; the AVX-512 set has its own above).
+ * dot_f16 holds each 16-lane accumulator as two 8-lane halves (lo: elements 16j..16j+7 of
+ * every 64-element step, hi: the next eight), each lane a chain of its own, so a tile makes
+ * the eight halves one after another: half h of pass j reads the h-th eight of each
+ * 16-element unit of the reordered rows (pass_rows, as in the AVX-512 kernel) and of the
+ * activations, which come rounded to f16 in the same pass order (LL_ACT_F16_PASS, as the
+ * AVX-512 kernel takes them). Three rows by four tokens fill the sixteen registers: twelve
  * accumulators, three widened weight vectors, one activation vector. Then dot_f16's
- * reduction and tail for each output: its bits. */
+ * reduction and tail for each output: its bits. With the activations as f32 where they are
+ * instead (the loads folded into the multiply-adds, no conversions) a four-token group's
+ * rows filled most of L1: llama-3.2-1b pp512 on two threads 64.2-64.6 t/s against
+ * 79.7-83.8 this way (three alternations; one thread on one projection, even). */
 static inline __attribute__((always_inline)) void pass_tile_f16_ymm(int R, int T, int64_t n, float *out, size_t out_stride,
                                                                     const uint16_t *w, size_t ws, const uint8_t *x,
                                                                     size_t x_stride) {
     const int64_t full = n / LL_PASS_STEP * LL_PASS_STEP, P = full / 4;
-    const float *b[4];
-    for (int t = 0; t < T; t++) b[t] = (const float *)(x + (size_t)t * x_stride);
+    const uint16_t *b[4];
+    for (int t = 0; t < T; t++) b[t] = (const uint16_t *)(x + (size_t)t * x_stride);
     float part[4][2][3][4][8] __attribute__((aligned(32)));   /* [pass][half][row][token] */
     for (int j = 0; j < 4; j++)
         for (int h = 0; h < 2; h++) {
@@ -1008,14 +1013,14 @@ static inline __attribute__((always_inline)) void pass_tile_f16_ymm(int R, int T
             for (int r = 0; r < R; r++)
                 #pragma GCC unroll 4
                 for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
-            const uint16_t *wj = w + j * P + 8 * h;
-            for (int64_t u = 0, e = 16 * j + 8 * h; u < P; u += 16, e += LL_PASS_STEP) {
+            const int64_t off = j * P + 8 * h;
+            for (int64_t u = 0; u < P; u += 16) {
                 __m256 wv[3];
                 #pragma GCC unroll 3
-                for (int r = 0; r < R; r++) wv[r] = load_f16(wj + (size_t)r * ws + u);
+                for (int r = 0; r < R; r++) wv[r] = load_f16(w + (size_t)r * ws + off + u);
                 #pragma GCC unroll 4
                 for (int t = 0; t < T; t++) {
-                    __m256 xv = _mm256_loadu_ps(b[t] + e);
+                    __m256 xv = load_f16(b[t] + off + u);
                     #pragma GCC unroll 3
                     for (int r = 0; r < R; r++) acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
                 }
@@ -1030,9 +1035,22 @@ static inline __attribute__((always_inline)) void pass_tile_f16_ymm(int R, int T
             __m256 lo[4], hi[4];
             for (int j = 0; j < 4; j++) { lo[j] = _mm256_load_ps(part[j][0][r][t]); hi[j] = _mm256_load_ps(part[j][1][r][t]); }
             double sum = reduce_4x16(lo, hi);
-            for (int64_t k = full; k < n; k++) sum += (double)(LL_FP16(w[(size_t)r * ws + (size_t)k]) * b[t][k]);
+            for (int64_t k = full; k < n; k++) sum += (double)(LL_FP16(w[(size_t)r * ws + (size_t)k]) * LL_FP16(b[t][k]));
             out[(size_t)t * out_stride + (size_t)r] = (float)sum;
         }
+}
+/* f32 -> f16 in pass order with F16C; a group holding a NaN goes through the scalar
+ * conversion, as round_row_f16 does */
+static void pass_row_f16_ymm(const float *x, void *y, int64_t n) {
+    uint16_t *o = y;
+    const int64_t full = n / LL_PASS_STEP * LL_PASS_STEP;
+    for (int64_t i = 0; i < full; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        uint16_t *d = o + ll_pass_index(i, n, 4);
+        if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q))) { for (int l = 0; l < 8; l++) d[l] = ll_fp32_to_fp16(x[i + l]); continue; }
+        _mm_storeu_si128((__m128i *)d, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    }
+    for (int64_t i = full; i < n; i++) o[i] = ll_fp32_to_fp16(x[i]);
 }
 #define PASS_CASES_3x4(TILE)                                                                                       \
     PASS_CASE(TILE, 3, 4); PASS_CASE(TILE, 3, 3); PASS_CASE(TILE, 3, 2); PASS_CASE(TILE, 3, 1);                    \
@@ -1045,10 +1063,10 @@ static void gemm_f16_ymm(int64_t n, float *out, size_t out_stride, const void *w
 }
 
 /* BF16 prompts the same way (the AVX-512 set's too where the CPU lacks AVX512_BF16):
- * dot_bf16's four 8-lane accumulators are the four passes (16
- * elements, eight pairs, a vector a step), each pair two fused multiply-adds in the modes
- * of bf16_modes_on; the activations plain bf16 where they are (what dot_bf16 takes). Two
- * rows by four tokens: eight accumulators, each row's two widened halves, a token's two. */
+ * dot_bf16's four 8-lane accumulators are the four passes (16 elements, eight pairs, a
+ * vector a step), each pair two fused multiply-adds in the modes of bf16_modes_on; the
+ * activations plain bf16 where they are (what dot_bf16 takes). Two rows by four tokens:
+ * eight accumulators, each row's two widened halves, a token's two. */
 static inline __attribute__((always_inline)) void pass_tile_bf16_ymm(int R, int T, int64_t n, float *out, size_t out_stride,
                                                                      const uint16_t *w, size_t ws, const uint8_t *x,
                                                                      size_t x_stride) {
@@ -4526,7 +4544,8 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->vec_dot_x8_t4[LLAMBDA_TYPE_Q4_0] = dot_q4_0_x8_t4;
     k->vec_dot[LLAMBDA_TYPE_BF16] = dot_bf16;
     k->gemm[LLAMBDA_TYPE_F16] = gemm_f16_ymm;   /* the AVX-512 set replaces both below, BF16 where it can */
-    k->gemm_act[LLAMBDA_TYPE_F16] = LL_ACT_F16_AS_F32;
+    k->gemm_act[LLAMBDA_TYPE_F16] = LL_ACT_F16_PASS;
+    k->from_float[LL_ACT_F16_PASS] = pass_row_f16_ymm;
     k->gemm[LLAMBDA_TYPE_BF16] = gemm_bf16_ymm;
     k->gemm_act[LLAMBDA_TYPE_BF16] = LLAMBDA_TYPE_BF16;
     k->pack_x8[LLAMBDA_TYPE_F16] = k->pack_x8[LLAMBDA_TYPE_BF16] = pack_rows16_x8;
