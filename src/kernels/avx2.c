@@ -678,20 +678,6 @@ static void gemm_f32(int64_t n, float *out, size_t out_stride, const void *w, si
  * 212 vs 195 t/s (four pairs, each in its favour), F16 142 vs 146 (five, mixed). */
 #define PASS_MAX 6   /* rows or tokens of a tile, at most */
 
-/* f32 -> f16 in pass order; a group holding a NaN goes through the scalar conversion,
- * as round_row_f16 does */
-static void pass_row_f16(const float *x, void *y, int64_t n) {
-    uint16_t *o = y;
-    const int64_t full = n / LL_PASS_STEP * LL_PASS_STEP;
-    for (int64_t i = 0; i < full; i += 16) {
-        __m512 v = _mm512_loadu_ps(x + i);
-        uint16_t *d = o + ll_pass_index(i, n, 4);
-        if (_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q)) { for (int l = 0; l < 16; l++) d[l] = ll_fp32_to_fp16(x[i + l]); continue; }
-        _mm256_storeu_si256((__m256i *)d, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-    }
-    for (int64_t i = full; i < n; i++) o[i] = ll_fp32_to_fp16(x[i]);
-}
-
 /* f32 -> bf16 (round to nearest even) in pass order */
 static void pass_row_bf16(const float *x, void *y, int64_t n) {
     uint16_t *o = y;
@@ -1039,9 +1025,9 @@ static inline __attribute__((always_inline)) void pass_tile_f16_ymm(int R, int T
             out[(size_t)t * out_stride + (size_t)r] = (float)sum;
         }
 }
-/* f32 -> f16 in pass order with F16C; a group holding a NaN goes through the scalar
- * conversion, as round_row_f16 does */
-static void pass_row_f16_ymm(const float *x, void *y, int64_t n) {
+/* f32 -> f16 in pass order with F16C (LL_ACT_F16_PASS, for this kernel and the AVX-512
+ * one); a group holding a NaN goes through the scalar conversion, as round_row_f16 does */
+static void pass_row_f16(const float *x, void *y, int64_t n) {
     uint16_t *o = y;
     const int64_t full = n / LL_PASS_STEP * LL_PASS_STEP;
     for (int64_t i = 0; i < full; i += 8) {
@@ -3423,13 +3409,6 @@ static inline __attribute__((always_inline)) void q5_K_r8_tile(int64_t n, float 
     }
 }
 
-static void dot_q5_K_r8(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride, int n_tok) {
-    int t = 0;
-    for (; t + 2 <= n_tok; t += 2)
-        q5_K_r8_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 2);
-    for (; t < n_tok; t++)
-        q5_K_r8_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 1);
-}
 #else
 /* The same layout in 256-bit registers (the AVX2 build): a 32-byte load of qs is one step
  * pair of four rows (rows 4v..4v+3, v the tile's half), a row's two steps in adjacent
@@ -3533,6 +3512,9 @@ static inline __attribute__((always_inline)) void q5_K_r8_tile(int64_t n, float 
     }
 }
 
+#endif
+
+/* either build's tile, two tokens a pass */
 static void dot_q5_K_r8(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride, int n_tok) {
     int t = 0;
     for (; t + 2 <= n_tok; t += 2)
@@ -3540,7 +3522,6 @@ static void dot_q5_K_r8(int64_t n, float *out, size_t out_stride, const void *ti
     for (; t < n_tok; t++)
         q5_K_r8_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 1);
 }
-#endif
 
 /* Q5_0 repacked: eight rows interleaved four quants at a time. dot_q5_0's lane m holds
  * quants 4m..4m+3 (low nibbles of bytes 4m.. for m < 4, high nibbles of bytes 4(m-4)..
@@ -4546,7 +4527,7 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->vec_dot[LLAMBDA_TYPE_BF16] = dot_bf16;
     k->gemm[LLAMBDA_TYPE_F16] = gemm_f16_ymm;   /* the AVX-512 set replaces both below, BF16 where it can */
     k->gemm_act[LLAMBDA_TYPE_F16] = LL_ACT_F16_PASS;
-    k->from_float[LL_ACT_F16_PASS] = pass_row_f16_ymm;
+    k->from_float[LL_ACT_F16_PASS] = pass_row_f16;
     k->gemm[LLAMBDA_TYPE_BF16] = gemm_bf16_ymm;
     k->gemm_act[LLAMBDA_TYPE_BF16] = LLAMBDA_TYPE_BF16;
     k->pack_x8[LLAMBDA_TYPE_F16] = k->pack_x8[LLAMBDA_TYPE_BF16] = pack_rows16_x8;
@@ -4569,7 +4550,6 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->gemm_tiles[LLAMBDA_TYPE_F16] = gemm_f16_tiles;
     k->gemm_act[LLAMBDA_TYPE_F32] = LLAMBDA_TYPE_F32;
     k->gemm_act[LLAMBDA_TYPE_F16] = LL_ACT_F16_PASS;
-    k->from_float[LL_ACT_F16_PASS] = pass_row_f16;
     if (ll_cpu_has_avx512_bf16()) {   /* else BF16 keeps dot_bf16, the emulation */
         k->vec_dot[LLAMBDA_TYPE_BF16] = dot_bf16_dp;
         k->vec_dot_x8[LLAMBDA_TYPE_BF16] = dot_bf16_x8;
