@@ -2695,8 +2695,14 @@ static inline __attribute__((always_inline)) void q6_K_packed_tile(int64_t n, fl
 
 static void dot_q6_K_packed(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
                             int n_tok) {
+    /* Four tokens a pass unpack each step's quants once for all four: their 32 float
+     * accumulators live in memory, as the two-token pass's 16 did, and the unpacking was a
+     * third of that pass's work (pp512 68.0-68.5 -> 75.6-76.5 t/s on llama-3.2-1b Q6_K,
+     * alternating) */
     int t = 0;
-    for (; t + 2 <= n_tok; t += 2)   /* two tokens a pass: sixteen accumulators fit the registers */
+    for (; t + 4 <= n_tok; t += 4)
+        q6_K_packed_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 4);
+    for (; t + 2 <= n_tok; t += 2)
         q6_K_packed_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 2);
     for (; t < n_tok; t++)
         q6_K_packed_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 1);
@@ -2966,24 +2972,37 @@ static inline __attribute__((always_inline)) void q8_family_x8_t4(int type, ll_v
     (void)wb;
     return;
 #endif
-    for (int r = 0; r < 8; r++) {
-        const uint8_t *row = wb + (size_t)r * stride;
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    /* two rows at a time: each activation block is loaded once for both, and each scale
+     * product is one multiply by a broadcast from memory (the same float product as
+     * xd * yd). Against one row at a time with a scalar multiply and broadcast: pp512
+     * 72.5-78.9 -> 76.4-84.0 t/s on llama-3.2-1b Q8_0, alternating. */
+    for (int r = 0; r < 8; r += 2) {
+        const uint8_t *row0 = wb + (size_t)r * stride, *row1 = row0 + stride;
+        const block_q8_0 *yt[4] = {y0, y1, y2, y3};
+        __m256 acc[2][4];
+        #pragma GCC unroll 2
+        for (int k = 0; k < 2; k++)
+            #pragma GCC unroll 4
+            for (int t = 0; t < 4; t++) acc[k][t] = _mm256_setzero_ps();
         for (int64_t i = 0; i < nb; i++) {
-            float xd;
-            __m256i wv = q8_block_quants(type, row, bs, i, &xd), aw = _mm256_sign_epi8(wv, wv);
-#define Q8_0_TOKEN(acc, yt, t)                                                                                      \
-            {                                                                                                       \
-                __m256i p = DOT_U8I8_4(aw, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)yt[i].qs), wv));    \
-                acc = _mm256_fmadd_ps(_mm256_set1_ps(xd * yd[t][i]), _mm256_cvtepi32_ps(p), acc);                     \
+            float xd0, xd1;
+            __m256i w0 = q8_block_quants(type, row0, bs, i, &xd0), w1 = q8_block_quants(type, row1, bs, i, &xd1);
+            __m256i aw0 = _mm256_sign_epi8(w0, w0), aw1 = _mm256_sign_epi8(w1, w1);
+            __m256 d0 = _mm256_set1_ps(xd0), d1 = _mm256_set1_ps(xd1);
+            #pragma GCC unroll 4
+            for (int t = 0; t < 4; t++) {
+                __m256i yv = _mm256_loadu_si256((const __m256i *)yt[t][i].qs);
+                __m256 yd_t = _mm256_broadcast_ss(&yd[t][i]);
+                __m256i p0 = DOT_U8I8_4(aw0, _mm256_sign_epi8(yv, w0)), p1 = DOT_U8I8_4(aw1, _mm256_sign_epi8(yv, w1));
+                acc[0][t] = _mm256_fmadd_ps(_mm256_mul_ps(d0, yd_t), _mm256_cvtepi32_ps(p0), acc[0][t]);
+                acc[1][t] = _mm256_fmadd_ps(_mm256_mul_ps(d1, yd_t), _mm256_cvtepi32_ps(p1), acc[1][t]);
             }
-            Q8_0_TOKEN(a0, y0, 0) Q8_0_TOKEN(a1, y1, 1) Q8_0_TOKEN(a2, y2, 2) Q8_0_TOKEN(a3, y3, 3)
-#undef Q8_0_TOKEN
         }
-        out[r] = hsum8(a0);
-        out[out_stride + r] = hsum8(a1);
-        out[2 * out_stride + r] = hsum8(a2);
-        out[3 * out_stride + r] = hsum8(a3);
+        #pragma GCC unroll 4
+        for (int t = 0; t < 4; t++) {
+            out[(size_t)t * out_stride + r] = hsum8(acc[0][t]);
+            out[(size_t)t * out_stride + r + 1] = hsum8(acc[1][t]);
+        }
     }
 }
 
