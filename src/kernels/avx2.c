@@ -4088,6 +4088,72 @@ static inline __attribute__((always_inline)) void qk_scores16_zmm(const uint16_t
 
 #endif
 
+#ifndef LL_AVX512
+/* reduce_4x16's last steps for eight keys at once, from each key's t3 (its accumulator
+ * halves already added down to one vector, as there): the high and low 128 bits, then
+ * elements 0 + 2 and 1 + 3, then those two, by shuffles across the eight vectors instead
+ * of one chain per key. Lane j of the result is key j's sum, bit for bit. */
+static inline __m256 reduce8_t3(const __m256 *v) {
+    __m256 u[4];   /* [t6 of key 2p | t6 of key 2p + 1] */
+    #pragma GCC unroll 4
+    for (int p = 0; p < 4; p++)
+        u[p] = _mm256_add_ps(_mm256_permute2f128_ps(v[2 * p], v[2 * p + 1], 0x31), _mm256_permute2f128_ps(v[2 * p], v[2 * p + 1], 0x20));
+    /* [k0: 0+2, 1+3, k2: 0+2, 1+3 | the same for k1, k3], and for keys 4-7 */
+    __m256 w0 = _mm256_add_ps(_mm256_shuffle_ps(u[0], u[1], _MM_SHUFFLE(1, 0, 1, 0)), _mm256_shuffle_ps(u[0], u[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    __m256 w1 = _mm256_add_ps(_mm256_shuffle_ps(u[2], u[3], _MM_SHUFFLE(1, 0, 1, 0)), _mm256_shuffle_ps(u[2], u[3], _MM_SHUFFLE(3, 2, 3, 2)));
+    __m256 r = _mm256_add_ps(_mm256_shuffle_ps(w0, w1, _MM_SHUFFLE(2, 0, 2, 0)), _mm256_shuffle_ps(w0, w1, _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm256_permutevar8x32_ps(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));   /* keys 0 2 4 6 1 3 5 7 in order */
+}
+
+/* The scores of m keys against nh widened queries (D a multiple of 64), eight keys at a
+ * time: each key's lanes as dot_x_f16 makes them and its reduction (reduce8_t3 for the
+ * last steps), times scale. At D = 64 a key is widened once for all heads. */
+static inline __attribute__((always_inline)) void qk_scores8_ymm(const uint16_t *K, int W, int first, int ring, int c0,
+                                                                 int m, float (*qf)[512], int nh, const int D, float scale,
+                                                                 float (*sc)[ATT_CHUNK]) {
+    for (int j0 = 0; j0 < m; j0 += 8) {
+        __m256 t3[ATT_MAX_HEADS][8];
+        int cnt = m - j0 < 8 ? m - j0 : 8;
+        for (int jj = 0; jj < 8; jj++) {
+            if (jj >= cnt) {
+                for (int h = 0; h < nh; h++) t3[h][jj] = _mm256_setzero_ps();
+                continue;
+            }
+            const uint16_t *kk = K + (size_t)((first + c0 + j0 + jj) % ring) * W;
+            __m256 kz[8];
+            if (D == 64)
+                #pragma GCC unroll 8
+                for (int b = 0; b < 8; b++) kz[b] = load_f16(kk + 8 * b);
+            for (int h = 0; h < nh; h++) {
+                __m256 lo[4], hi[4];
+                #pragma GCC unroll 4
+                for (int j = 0; j < 4; j++) lo[j] = hi[j] = _mm256_setzero_ps();
+                for (int i = 0; i < D; i += 64)
+                    #pragma GCC unroll 4
+                    for (int j = 0; j < 4; j++) {
+                        __m256 k0 = D == 64 ? kz[2 * j] : load_f16(kk + i + 16 * j), k1 = D == 64 ? kz[2 * j + 1] : load_f16(kk + i + 16 * j + 8);
+                        lo[j] = _mm256_fmadd_ps(_mm256_loadu_ps(qf[h] + i + 16 * j), k0, lo[j]);
+                        hi[j] = _mm256_fmadd_ps(_mm256_loadu_ps(qf[h] + i + 16 * j + 8), k1, hi[j]);
+                    }
+                lo[0] = _mm256_add_ps(lo[0], lo[2]); hi[0] = _mm256_add_ps(hi[0], hi[2]);
+                lo[1] = _mm256_add_ps(lo[1], lo[3]); hi[1] = _mm256_add_ps(hi[1], hi[3]);
+                lo[0] = _mm256_add_ps(lo[0], lo[1]); hi[0] = _mm256_add_ps(hi[0], hi[1]);
+                t3[h][jj] = _mm256_add_ps(hi[0], lo[0]);
+            }
+        }
+        for (int h = 0; h < nh; h++) {
+            __m256 r = _mm256_mul_ps(reduce8_t3(t3[h]), _mm256_set1_ps(scale));
+            if (cnt == 8) _mm256_storeu_ps(&sc[h][j0], r);
+            else {
+                float tmp[8];
+                _mm256_storeu_ps(tmp, r);
+                memcpy(&sc[h][j0], tmp, sizeof(float) * (size_t)cnt);
+            }
+        }
+    }
+}
+#endif
+
 /* The scalar loop's bookkeeping for NH heads over a chunk of m scores: the expf arguments
  * first (each key against the running max before it), then all the exponentials at once,
  * then its assignments (factors ms, vs and the running sum). Each head's chain keeps its
@@ -4192,11 +4258,59 @@ static inline __attribute__((always_inline)) int att_softmax16(const int NH, flo
     return 1;
 }
 #else
-/* without AVX-512 the loop does it all */
-static inline int att_softmax16(const int NH, float (*sc)[ATT_CHUNK], int m, float *M, float *S,
-                                float (*ms)[ATT_CHUNK], float (*vs)[ATT_CHUNK]) {
-    (void)NH; (void)sc; (void)m; (void)M; (void)S; (void)ms; (void)vs;
-    return 0;
+/* Lanes moved up by k (1, 2 or 4; idx the matching permutation), the low k from fill */
+#define LANES_UP8(x, fill, k, idx) _mm256_blend_ps(_mm256_permutevar8x32_ps((x), (idx)), (fill), (1 << (k)) - 1)
+
+/* att_softmax16 eight keys a vector, for the AVX2 set: the same scan (max_ps keeps the
+ * earlier of equal scores here too), arguments, factors and running sums in order; 0,
+ * touching nothing, when a score is NaN. */
+static inline __attribute__((always_inline)) int att_softmax16(const int NH, float (*sc)[ATT_CHUNK], int m, float *M,
+                                                               float *S, float (*ms)[ATT_CHUNK], float (*vs)[ATT_CHUNK]) {
+    float arg[ATT_MAX_HEADS][ATT_CHUNK], e[ATT_MAX_HEADS][ATT_CHUNK];
+    __m256 up[ATT_MAX_HEADS][ATT_CHUNK / 8];   /* keys that raised the maximum */
+    const __m256 lo = _mm256_set1_ps(-INFINITY), one = _mm256_set1_ps(1.0f);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), idx1 = _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6),
+                  idx2 = _mm256_setr_epi32(0, 0, 0, 1, 2, 3, 4, 5), idx4 = _mm256_setr_epi32(0, 0, 0, 0, 0, 1, 2, 3);
+#define KEYS8(j0) _mm256_cmpgt_epi32(_mm256_set1_epi32(m - (j0)), lane)   /* the lanes that hold keys */
+    for (int h = 0; h < NH; h++)
+        for (int j0 = 0; j0 < m; j0 += 8) {
+            __m256i k = KEYS8(j0);
+            __m256 s = _mm256_maskload_ps(&sc[h][j0], k);
+            if (_mm256_movemask_ps(_mm256_and_ps(_mm256_cmp_ps(s, s, _CMP_UNORD_Q), _mm256_castsi256_ps(k)))) return 0;
+        }
+    #pragma GCC unroll 4
+    for (int h = 0; h < NH; h++) {
+        __m256 Mv = _mm256_set1_ps(M[h]);
+        for (int j0 = 0; j0 < m; j0 += 8) {
+            __m256i k = KEYS8(j0);
+            __m256 s = _mm256_blendv_ps(lo, _mm256_maskload_ps(&sc[h][j0], k), _mm256_castsi256_ps(k));
+            __m256 run = _mm256_max_ps(s, LANES_UP8(s, lo, 1, idx1));   /* the running maximum, as a scan */
+            run = _mm256_max_ps(run, LANES_UP8(run, lo, 2, idx2));
+            run = _mm256_max_ps(_mm256_max_ps(run, LANES_UP8(run, lo, 4, idx4)), Mv);
+            __m256 before = LANES_UP8(run, Mv, 1, idx1), gt = _mm256_cmp_ps(s, before, _CMP_GT_OQ);
+            _mm256_storeu_ps(&arg[h][j0], _mm256_blendv_ps(_mm256_sub_ps(s, before), _mm256_sub_ps(before, s), gt));
+            up[h][j0 / 8] = gt;
+            Mv = _mm256_permutevar8x32_ps(run, _mm256_set1_epi32((m - j0 < 8 ? m - j0 : 8) - 1));   /* the last key's */
+        }
+        M[h] = _mm256_cvtss_f32(Mv);
+        expf_row(e[h], arg[h], m);
+        for (int j0 = 0; j0 < m; j0 += 8) {   /* the first m only: e holds no more */
+            __m256i k = KEYS8(j0);
+            __m256 ev = _mm256_maskload_ps(&e[h][j0], k);
+            _mm256_maskstore_ps(&ms[h][j0], k, _mm256_blendv_ps(one, ev, up[h][j0 / 8]));
+            _mm256_maskstore_ps(&vs[h][j0], k, _mm256_blendv_ps(ev, one, up[h][j0 / 8]));
+        }
+    }
+#undef KEYS8
+    float Sh[ATT_MAX_HEADS];
+    #pragma GCC unroll 4
+    for (int h = 0; h < NH; h++) Sh[h] = S[h];
+    for (int j = 0; j < m; j++)
+        #pragma GCC unroll 4
+        for (int h = 0; h < NH; h++) Sh[h] = fmaf(Sh[h], ms[h][j], vs[h][j]);
+    #pragma GCC unroll 4
+    for (int h = 0; h < NH; h++) S[h] = Sh[h];
+    return 1;
 }
 #endif
 
@@ -4224,10 +4338,15 @@ static void attend_f16(const uint16_t *q16, const uint16_t *K, const uint16_t *V
         /* the common sizes: each key in registers for all heads, sums sixteen keys at once */
         if (D == 64) qk_scores16_zmm(K, V, W, first, ring, c0, m, qf, nh, 4, scale, sc);
         else if (D == 128) qk_scores16_zmm(K, V, W, first, ring, c0, m, qf, nh, 8, scale, sc);
+#else
+        if (D == 64) qk_scores8_ymm(K, W, first, ring, c0, m, qf, nh, 64, scale, sc);
+        else if (D % 64 == 0) qk_scores8_ymm(K, W, first, ring, c0, m, qf, nh, D, scale, sc);
 #endif
         for (int j = 0; j < m; j++) {
             const uint16_t *kk = K + (size_t)((first + c0 + j) % ring) * W;
-#ifdef LL_AVX512
+#ifndef LL_AVX512
+            if (D % 64 == 0) break;   /* done above */
+#else
             if (D == 64 || D == 128) break;   /* done above */
             if (D % 64 == 0) {
                 __m512 kz[32];
