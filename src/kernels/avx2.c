@@ -174,6 +174,7 @@ static void dot_f32(int64_t n, float *s, const void *w, const void *x) {
     for (int j = 0; j < 4; j++) lo[j] = hi[j] = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 64 <= n; i += 64)
+        #pragma GCC unroll 4   /* the accumulators stay in registers */
         for (int j = 0; j < 4; j++) {
             lo[j] = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16 * j), _mm256_loadu_ps(b + i + 16 * j), lo[j]);
             hi[j] = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16 * j + 8), _mm256_loadu_ps(b + i + 16 * j + 8), hi[j]);
@@ -208,6 +209,7 @@ static inline __attribute__((always_inline)) float dot_x_f16(const void *a, int 
     for (int j = 0; j < 4; j++) lo[j] = hi[j] = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 64 <= n; i += 64)
+        #pragma GCC unroll 4   /* the accumulators stay in registers */
         for (int j = 0; j < 4; j++) {
             lo[j] = _mm256_fmadd_ps(LOAD_A(i + 16 * j), load_f16(b + i + 16 * j), lo[j]);
             hi[j] = _mm256_fmadd_ps(LOAD_A(i + 16 * j + 8), load_f16(b + i + 16 * j + 8), hi[j]);
@@ -264,6 +266,7 @@ static void dot_bf16(int64_t n, float *s, const void *w, const void *x) {
     for (; i + 64 <= n; i += 64) {
         prefetch_ahead(a + i, ahead);
         prefetch_ahead(a + i + 32, ahead);
+        #pragma GCC unroll 2   /* the accumulators stay in registers */
         for (int h = 0; h < 2; h++) {
             c[h][0] = dpbf16_8(c[h][0], load256(a + i + 32 * h), load256(b + i + 32 * h));
             c[h][1] = dpbf16_8(c[h][1], load256(a + i + 32 * h + 16), load256(b + i + 32 * h + 16));
@@ -371,6 +374,7 @@ static void dot_f16(int64_t n, float *s, const void *w, const void *x) {
     for (; i + 64 <= n; i += 64) {
         prefetch_ahead(a + i, ahead);
         prefetch_ahead((const char *)(a + i) + 64, ahead);
+        #pragma GCC unroll 4   /* the accumulators stay in registers */
         for (int j = 0; j < 4; j++)
             acc[j] = _mm512_fmadd_ps(load_f16x16(a + i + 16 * j), _mm512_loadu_ps(b + i + 16 * j), acc[j]);
     }
@@ -381,6 +385,7 @@ static void dot_f16(int64_t n, float *s, const void *w, const void *x) {
     for (; i + 64 <= n; i += 64) {
         prefetch_ahead(a + i, ahead);
         prefetch_ahead((const char *)(a + i) + 64, ahead);
+        #pragma GCC unroll 4   /* the accumulators stay in registers */
         for (int j = 0; j < 4; j++) {
             const float *bj = b + i + 16 * j;
             lo[j] = _mm256_fmadd_ps(load_f16(a + i + 16 * j), _mm256_loadu_ps(bj), lo[j]);
