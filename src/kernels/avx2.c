@@ -156,12 +156,18 @@ static inline float hsum8(__m256 x) {
     return _mm_cvtss_f32(r);
 }
 
-/* ll_reduce_4x16 with each 16-lane accumulator held as (lo: lanes 0-7, hi: lanes 8-15) */
-static inline float reduce_4x16(__m256 lo[4], __m256 hi[4]) {
+/* ll_reduce_4x16's steps across its accumulators, each 16-lane accumulator held as (lo:
+ * lanes 0-7, hi: lanes 8-15), down to its eight-lane t3 */
+static inline __m256 reduce_4x16_t3(__m256 lo[4], __m256 hi[4]) {
     lo[0] = _mm256_add_ps(lo[0], lo[2]); hi[0] = _mm256_add_ps(hi[0], hi[2]);
     lo[1] = _mm256_add_ps(lo[1], lo[3]); hi[1] = _mm256_add_ps(hi[1], hi[3]);
     lo[0] = _mm256_add_ps(lo[0], lo[1]); hi[0] = _mm256_add_ps(hi[0], hi[1]);
-    __m256 t3 = _mm256_add_ps(hi[0], lo[0]);
+    return _mm256_add_ps(hi[0], lo[0]);
+}
+
+/* ll_reduce_4x16 on that layout */
+static inline float reduce_4x16(__m256 lo[4], __m256 hi[4]) {
+    __m256 t3 = reduce_4x16_t3(lo, hi);
     __m128 t6 = _mm_add_ps(_mm256_extractf128_ps(t3, 1), _mm256_castps256_ps128(t3));
     __m128 s = _mm_add_ps(t6, _mm_movehl_ps(t6, t6));          /* t0+t2, t1+t3 */
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
@@ -4094,10 +4100,10 @@ static inline __attribute__((always_inline)) void qk_scores16_zmm(const uint16_t
 #endif
 
 #ifndef LL_AVX512
-/* reduce_4x16's last steps for eight keys at once, from each key's t3 (its accumulator
- * halves already added down to one vector, as there): the high and low 128 bits, then
- * elements 0 + 2 and 1 + 3, then those two, by shuffles across the eight vectors instead
- * of one chain per key. Lane j of the result is key j's sum, bit for bit. */
+/* reduce_4x16's last steps for eight keys at once, from each key's t3 (reduce_4x16_t3):
+ * the high and low 128 bits, then elements 0 + 2 and 1 + 3, then those two, by shuffles
+ * across the eight vectors instead of one chain per key. Lane j of the result is key j's
+ * sum, bit for bit. */
 static inline __m256 reduce8_t3(const __m256 *v) {
     __m256 u[4];   /* [t6 of key 2p | t6 of key 2p + 1] */
     #pragma GCC unroll 4
@@ -4140,10 +4146,7 @@ static inline __attribute__((always_inline)) void qk_scores8_ymm(const uint16_t 
                         lo[j] = _mm256_fmadd_ps(_mm256_loadu_ps(qf[h] + i + 16 * j), k0, lo[j]);
                         hi[j] = _mm256_fmadd_ps(_mm256_loadu_ps(qf[h] + i + 16 * j + 8), k1, hi[j]);
                     }
-                lo[0] = _mm256_add_ps(lo[0], lo[2]); hi[0] = _mm256_add_ps(hi[0], hi[2]);
-                lo[1] = _mm256_add_ps(lo[1], lo[3]); hi[1] = _mm256_add_ps(hi[1], hi[3]);
-                lo[0] = _mm256_add_ps(lo[0], lo[1]); hi[0] = _mm256_add_ps(hi[0], hi[1]);
-                t3[h][jj] = _mm256_add_ps(hi[0], lo[0]);
+                t3[h][jj] = reduce_4x16_t3(lo, hi);
             }
         }
         for (int h = 0; h < nh; h++) {
