@@ -4195,6 +4195,20 @@ static inline __attribute__((always_inline)) void att_softmax(const int NH, floa
     for (int h = 0; h < NH; h++) { M[h] = Mh[h]; S[h] = Sh[h]; }
 }
 
+/* The vector bookkeepings' last step: each head's running sum over the chunk's factors,
+ * S = S·ms + vs key by key, the heads side by side, as att_softmax's loop makes it */
+static inline __attribute__((always_inline)) void att_running_sums(const int NH, int m, float *S,
+                                                                   float (*ms)[ATT_CHUNK], float (*vs)[ATT_CHUNK]) {
+    float Sh[ATT_MAX_HEADS];
+    #pragma GCC unroll 4
+    for (int h = 0; h < NH; h++) Sh[h] = S[h];
+    for (int j = 0; j < m; j++)
+        #pragma GCC unroll 4
+        for (int h = 0; h < NH; h++) Sh[h] = fmaf(Sh[h], ms[h][j], vs[h][j]);
+    #pragma GCC unroll 4
+    for (int h = 0; h < NH; h++) S[h] = Sh[h];
+}
+
 #ifdef LL_AVX512
 /* Lanes moved up by k, the low k from fill */
 #define LANES_UP(x, fill, k) _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(x), _mm512_castps_si512(fill), 16 - (k)))
@@ -4255,14 +4269,7 @@ static inline __attribute__((always_inline)) int att_softmax16(const int NH, flo
             _mm512_mask_storeu_ps(&vs[h][j0], k, _mm512_mask_blend_ps(up[h][j0 / 16], ev, one));
         }
     }
-    float Sh[ATT_MAX_HEADS];
-    #pragma GCC unroll 4
-    for (int h = 0; h < NH; h++) Sh[h] = S[h];
-    for (int j = 0; j < m; j++)
-        #pragma GCC unroll 4
-        for (int h = 0; h < NH; h++) Sh[h] = fmaf(Sh[h], ms[h][j], vs[h][j]);
-    #pragma GCC unroll 4
-    for (int h = 0; h < NH; h++) S[h] = Sh[h];
+    att_running_sums(NH, m, S, ms, vs);
     return 1;
 }
 #else
@@ -4310,14 +4317,7 @@ static inline __attribute__((always_inline)) int att_softmax16(const int NH, flo
         }
     }
 #undef KEYS8
-    float Sh[ATT_MAX_HEADS];
-    #pragma GCC unroll 4
-    for (int h = 0; h < NH; h++) Sh[h] = S[h];
-    for (int j = 0; j < m; j++)
-        #pragma GCC unroll 4
-        for (int h = 0; h < NH; h++) Sh[h] = fmaf(Sh[h], ms[h][j], vs[h][j]);
-    #pragma GCC unroll 4
-    for (int h = 0; h < NH; h++) S[h] = Sh[h];
+    att_running_sums(NH, m, S, ms, vs);
     return 1;
 }
 #endif
@@ -4694,8 +4694,7 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->gemm[LLAMBDA_TYPE_F32] = gemm_f32;
     k->gemm[LLAMBDA_TYPE_F16] = gemm_f16;
     k->gemm_tiles[LLAMBDA_TYPE_F16] = gemm_f16_tiles;
-    k->gemm_act[LLAMBDA_TYPE_F32] = LLAMBDA_TYPE_F32;
-    k->gemm_act[LLAMBDA_TYPE_F16] = LL_ACT_F16_PASS;
+    k->gemm_act[LLAMBDA_TYPE_F32] = LLAMBDA_TYPE_F32;   /* F16 keeps the AVX2 set's LL_ACT_F16_PASS */
     if (ll_cpu_has_avx512_bf16()) {   /* else BF16 keeps dot_bf16, the emulation */
         k->vec_dot[LLAMBDA_TYPE_BF16] = dot_bf16_dp;
         k->vec_dot_x8[LLAMBDA_TYPE_BF16] = dot_bf16_x8;
