@@ -81,8 +81,9 @@ int ll_cpu_has_avx2(void) { return ll_cpu_has_avx2_base(); }
  * and Qwen3-Next, even on BF16 and Nemotron; 4 KiB slower, 12 KiB slower. Session 24 found
  * the best distance moving with the host's bandwidth level, and the decode rate now sets it,
  * 4-6 KiB (ll_stream_ahead_bytes, dispatch.c): a kernel reads it once a call
- * (stream_ahead) and passes it to each prefetch_ahead. The BF16 kernels and the 16-bit row
- * kernels' pass_ahead keep the fixed PREFETCH_AHEAD: with the rate's distance a
+ * (stream_ahead) and passes it to each prefetch_ahead. The BF16 row kernels and the 16-bit
+ * row kernels' pass_ahead keep the fixed PREFETCH_AHEAD (the AVX-512 F16 and BF16 one-token
+ * tiles fetch nothing themselves: tile16_at): with the rate's distance a
  * llama-3.2-1b BF16 file kept 0.979 and 0.948 of its read pass against 0.994 and 0.964 with
  * 6 KiB where passes read 45-50 and 50-55 GB/s (1.001 against 0.996 at 68-78); F16 and Q8_0
  * even or better with the rate's, Nemotron (Q4_K_M, 6 layers) even. */
@@ -484,7 +485,12 @@ PACKED_ROWS(dot_f32_rows, dot_f32, 4)
  * way 52-54 (a model of the kernel, six alternations). The llama-3.2-1b head (525 MB), two
  * threads, bench-proj, three alternations while the host read 52-54 GB/s: F16 43 -> 49-53,
  * BF16 43 -> 53-55. The arithmetic and its order are the row kernels' (dot_f16_x8,
- * dot_bf16_x8): the same bits. The prompt kernels gather their rows from it (pass_rows_tiles). */
+ * dot_bf16_x8): the same bits. The prompt kernels gather their rows from it (pass_rows_tiles).
+ * The one-token tiles leave the fetching to the hardware prefetcher, which follows one
+ * stream well: session 30, llama-3.2-1b, two threads, each timed token against a read
+ * pass just before it, three alternations: F16 0.762 / 0.674 / 0.669 of the pass with a
+ * software fetch ahead (8 lines a step, stream_ahead on) and 0.819 / 0.830 / 0.817
+ * without; BF16 (6 KiB on) 0.802 / 0.772 / 0.820 against 0.878 / 0.945 / 0.935. */
 #define F16_GROUP 4
 #define BF16_GROUP 8
 static inline size_t tile16_tail_stride(int64_t n) { return ((size_t)(n % 64) * 2 + 63) & ~(size_t)63; }
@@ -515,7 +521,6 @@ static size_t pack_bf16_tile(int64_t n, const void *w, size_t stride, void *dst)
 
 /* dot_f16_x8 on a grouped tile: four rows a pass, each with dot_f16's four accumulators */
 static void dot_f16_tile(int64_t n, float *out, const void *tile, const float *b) {
-    const int ahead = stream_ahead();
     const int64_t full = n / 64 * 64;
     for (int g = 0; g < 8 / F16_GROUP; g++) {
         const uint16_t *p = tile16_at(tile, n, F16_GROUP, g * F16_GROUP, 0);
@@ -525,8 +530,6 @@ static void dot_f16_tile(int64_t n, float *out, const void *tile, const float *b
             #pragma GCC unroll 4
             for (int j = 0; j < 4; j++) c[r][j] = _mm512_setzero_ps();
         for (int64_t i = 0; i < full; i += 64, p += F16_GROUP * 64) {
-            #pragma GCC unroll 8
-            for (int l = 0; l < 2 * F16_GROUP; l++) prefetch_ahead((const char *)p + 64 * l, ahead);
             #pragma GCC unroll 4
             for (int j = 0; j < 4; j++) {
                 __m512 y = _mm512_loadu_ps(b + i + 16 * j);
@@ -545,7 +548,6 @@ static void dot_f16_tile(int64_t n, float *out, const void *tile, const float *b
 
 /* dot_bf16_x8 on a grouped tile: the eight rows at once, each with dot_bf16_dp's two accumulators */
 static BF16_TARGET void dot_bf16_tile(int64_t n, float *out, const void *tile, const uint16_t *b) {
-    const int ahead = PREFETCH_AHEAD;   /* BF16 keeps the fixed distance (see PREFETCH_AHEAD) */
     const int64_t full = n / 64 * 64;
     const uint16_t *p = tile;
     __m512 c[8][2];
@@ -555,8 +557,6 @@ static BF16_TARGET void dot_bf16_tile(int64_t n, float *out, const void *tile, c
         __m512bh y0 = (__m512bh)_mm512_loadu_si512(b + i), y1 = (__m512bh)_mm512_loadu_si512(b + i + 32);
         #pragma GCC unroll 8
         for (int r = 0; r < 8; r++) {
-            prefetch_ahead((const char *)(p + 64 * r), ahead);
-            prefetch_ahead((const char *)(p + 64 * r) + 64, ahead);
             c[r][0] = _mm512_dpbf16_ps(c[r][0], (__m512bh)_mm512_loadu_si512(p + 64 * r), y0);
             c[r][1] = _mm512_dpbf16_ps(c[r][1], (__m512bh)_mm512_loadu_si512(p + 64 * r + 32), y1);
         }
