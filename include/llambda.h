@@ -268,6 +268,11 @@ typedef struct llambda_proj_bench {
 } llambda_proj_bench;
 llambda_status llambda_bench_projection(llambda_model *m, const char *tensor, const char *backend, int n_tok, int n_threads,
                                         int reps, int warmup, llambda_proj_bench *out);
+/* The CPU path, run by run: before each of `reps` runs, before(arg) is called (NULL: none;
+ * e.g. a read pass of memory, which also evicts the weights), then seconds[k] gets run k's
+ * wall time. One untimed run precedes them. */
+llambda_status llambda_bench_projection_runs(llambda_model *m, const char *tensor, int n_tok, int n_threads, int reps,
+                                             void (*before)(void *arg), void *arg, double *seconds);
 
 /* ------------------------------------------------------------------ accelerator backends
  *

@@ -299,54 +299,91 @@ static void fill_random(float *x, size_t n) {
     for (size_t i = 0; i < n; i++) { r = r * 6364136223846793005ull + 1; x[i] = (float)((int)(r >> 40) % 2001 - 1000) / 1000.f; }
 }
 
-llambda_status llambda_bench_projection(llambda_model *m, const char *tensor, const char *backend, int n_tok, int n_threads,
-                                        int reps, int warmup, llambda_proj_bench *out) {
-    memset(out, 0, sizeof *out);
+/* What timing one projection on the CPU needs: the weight as the model uses it (repacked
+ * alike), a minimal context (pool, activation scratch) and random activations. */
+typedef struct {
+    ll_weight w;
+    llambda_context c;
+    float *x, *y, *ycpu;
+    size_t ny;
+} proj_bench;
+
+static void proj_bench_free(proj_bench *b) {
+    ll_pool_free(b->c.pool);
+    free(b->c.qbuf); free(b->c.gemm_scratch); free(b->x); free(b->y); free(b->ycpu);
+}
+
+static llambda_status proj_bench_init(proj_bench *b, llambda_model *m, const char *tensor, int n_tok, int n_threads, int reps) {
+    memset(b, 0, sizeof *b);
     const llambda_gguf_tensor *t = llambda_gguf_find_tensor(m->gguf, tensor);
     if (!t) return ll_error(LLAMBDA_ERR_ARG, "bench-proj: no tensor named '%s'", tensor);
     if (t->n_dims != 2 || ll_vec_dot_type(t->type) < 0)
         return ll_error(LLAMBDA_ERR_ARG, "bench-proj: '%s' is not a 2-D weight llambda multiplies with", tensor);
-    if (n_tok < 1 || n_tok > 4096 || reps < 1 || warmup < 0) return ll_error(LLAMBDA_ERR_ARG, "bench-proj: bad token count, repetitions or warm-up");
-    ll_weight w = {t->name, t->type, t->ne[0], t->ne[1], 1, (size_t)llambda_type_row_bytes(t->type, t->ne[0]), t->data, NULL, NULL, 0};
-    ll_weight_repack(m, &w);   /* as the model's own copy is (kept until the model is freed) */
-    out->rows = t->ne[1]; out->cols = t->ne[0]; out->weight_bytes = t->nbytes;
-    /* a minimal context: pool, activation scratch */
-    llambda_context c;
-    memset(&c, 0, sizeof c);
-    c.m = m;
-    c.pool = ll_pool_create(n_threads > 0 ? n_threads : m->n_threads);
-    c.qbuf_row = (size_t)t->ne[0] * 4 + 512;
-    c.n_batch = n_tok;
-    c.qbuf = malloc((size_t)n_tok * c.qbuf_row);
-    c.gemm_scratch_stride = ll_gemm_scratch_bytes(t->ne[0]);
-    c.gemm_scratch = c.pool ? malloc((size_t)ll_pool_size(c.pool) * c.gemm_scratch_stride) : NULL;
-    size_t ny = (size_t)n_tok * (size_t)t->ne[1];
-    float *x = malloc((size_t)n_tok * (size_t)t->ne[0] * 4), *y = malloc(ny * 4), *ycpu = malloc(ny * 4);
+    if (n_tok < 1 || n_tok > 4096 || reps < 1) return ll_error(LLAMBDA_ERR_ARG, "bench-proj: bad token count or repetitions");
+    b->w = (ll_weight){t->name, t->type, t->ne[0], t->ne[1], 1, (size_t)llambda_type_row_bytes(t->type, t->ne[0]), t->data, NULL, NULL, 0};
+    ll_weight_repack(m, &b->w);   /* as the model's own copy is (kept until the model is freed) */
+    llambda_context *c = &b->c;
+    c->m = m;
+    c->pool = ll_pool_create(n_threads > 0 ? n_threads : m->n_threads);
+    c->qbuf_row = (size_t)t->ne[0] * 4 + 512;
+    c->n_batch = n_tok;
+    c->qbuf = malloc((size_t)n_tok * c->qbuf_row);
+    c->gemm_scratch_stride = ll_gemm_scratch_bytes(t->ne[0]);
+    c->gemm_scratch = c->pool ? malloc((size_t)ll_pool_size(c->pool) * c->gemm_scratch_stride) : NULL;
+    b->ny = (size_t)n_tok * (size_t)t->ne[1];
+    b->x = malloc((size_t)n_tok * (size_t)t->ne[0] * 4);
+    b->y = malloc(b->ny * 4);
+    b->ycpu = malloc(b->ny * 4);
+    if (!c->pool || !c->qbuf || !c->gemm_scratch || !b->x || !b->y || !b->ycpu) {
+        proj_bench_free(b);
+        return ll_error(LLAMBDA_ERR_NOMEM, "bench-proj: out of memory");
+    }
+    fill_random(b->x, (size_t)n_tok * (size_t)t->ne[0]);
+    ll_matmul(c, &b->w, b->x, n_tok, b->ycpu);   /* the reference, and a warm-up of the CPU path */
+    return LLAMBDA_OK;
+}
+
+llambda_status llambda_bench_projection(llambda_model *m, const char *tensor, const char *backend, int n_tok, int n_threads,
+                                        int reps, int warmup, llambda_proj_bench *out) {
+    memset(out, 0, sizeof *out);
+    if (warmup < 0) return ll_error(LLAMBDA_ERR_ARG, "bench-proj: bad warm-up count");
+    proj_bench b;
+    llambda_status st = proj_bench_init(&b, m, tensor, n_tok, n_threads, reps);
+    if (st) return st;
+    out->rows = b.w.rows; out->cols = b.w.cols; out->weight_bytes = (uint64_t)b.w.rows * b.w.row_bytes;
     struct ll_backend *be = NULL;
     void *session = NULL;
-    llambda_status st = LLAMBDA_OK;
-    if (!c.pool || !c.qbuf || !c.gemm_scratch || !x || !y || !ycpu) st = ll_error(LLAMBDA_ERR_NOMEM, "bench-proj: out of memory");
-    else if (backend && strcmp(backend, "cpu")) st = ll_backend_session(m, backend, &w, &be, &session);   /* export + setup: untimed */
+    if (backend && strcmp(backend, "cpu")) st = ll_backend_session(m, backend, &b.w, &be, &session);   /* export + setup: untimed */
+    double best = 1e30;
+    for (int k = 0; k < warmup + reps && !st; k++) {
+        double t0 = ll_time_seconds();
+        if (session) st = ll_backend_session_run(be, session, b.x, n_tok, b.y);
+        else ll_matmul(&b.c, &b.w, b.x, n_tok, b.y);
+        double dt = ll_time_seconds() - t0;
+        if (k >= warmup && dt < best) best = dt;
+    }
     if (!st) {
-        fill_random(x, (size_t)n_tok * (size_t)t->ne[0]);
-        ll_matmul(&c, &w, x, n_tok, ycpu);   /* the reference, and a warm-up of the CPU path */
-        double best = 1e30;
-        for (int k = 0; k < warmup + reps && !st; k++) {
-            double t0 = ll_time_seconds();
-            if (session) st = ll_backend_session_run(be, session, x, n_tok, y);
-            else ll_matmul(&c, &w, x, n_tok, y);
-            double dt = ll_time_seconds() - t0;
-            if (k >= warmup && dt < best) best = dt;
-        }
-        if (!st) {
-            double drift = 0;
-            for (size_t i = 0; i < ny; i++) { double d = fabs((double)y[i] - ycpu[i]); if (!(d <= drift)) drift = d; }
-            out->seconds = best;
-            out->max_drift = drift;
-        }
+        double drift = 0;
+        for (size_t i = 0; i < b.ny; i++) { double d = fabs((double)b.y[i] - b.ycpu[i]); if (!(d <= drift)) drift = d; }
+        out->seconds = best;
+        out->max_drift = drift;
     }
     if (session) ll_backend_session_free(be, session);
-    ll_pool_free(c.pool);
-    free(c.qbuf); free(c.gemm_scratch); free(x); free(y); free(ycpu);
+    proj_bench_free(&b);
     return st;
+}
+
+llambda_status llambda_bench_projection_runs(llambda_model *m, const char *tensor, int n_tok, int n_threads, int reps,
+                                             void (*before)(void *arg), void *arg, double *seconds) {
+    proj_bench b;
+    llambda_status st = proj_bench_init(&b, m, tensor, n_tok, n_threads, reps);
+    if (st) return st;
+    for (int k = 0; k < reps; k++) {
+        if (before) before(arg);
+        double t0 = ll_time_seconds();
+        ll_matmul(&b.c, &b.w, b.x, n_tok, b.y);
+        seconds[k] = ll_time_seconds() - t0;
+    }
+    proj_bench_free(&b);
+    return LLAMBDA_OK;
 }

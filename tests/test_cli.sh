@@ -132,6 +132,12 @@ check "cli: bench --roofline pairs each token with a read pass (JSON ratio, quar
 check "cli: bench --roofline table line" sh -c "\"$L\" bench -m \"$F/models/tiny-llama31-Q4_K_M.gguf\" -p 0 -n 4 -r 1 -t 2 --roofline | grep -q '^roofline: 4 read passes (.*), each followed by an untimed token and a timed one: .* ratio median [0-9.]*, quartiles'"
 check "cli: bench-mem with several threads" sh -c "\"$L\" bench-mem -t 3 -r 1 --size 64 | grep -q 'read bandwidth: [1-9][0-9.]* GB/s (3 threads'"
 check "cli: bench-mem measures the read bandwidth, the fastest of its ways" sh -c "\"$L\" bench-mem -t 1 -r 1 --size 64 | grep -q 'read bandwidth: [0-9.]* GB/s (1 threads, 64 MiB, best of 1 passes each of [0-9] ways: [0-9]*-byte loads'"
+check "cli: bench-proj --roofline sets each run against a read pass made just before it" sh -c "\"$L\" bench-proj -m \"$F/models/tiny-llama31-Q4_K_M.gguf\" blk.0.ffn_up.weight -r 5 -t 2 --roofline |
+    grep -q '^roofline: 5 read passes (.*), each followed by one timed CPU run: the run.s 0.1 MB of weights at [0-9.]* GB/s against the pass.s [1-9][0-9.]* (medians); ratio median [0-9.]*, quartiles'"
+"$L" bench-proj -m "$F/models/tiny-llama31-Q4_K_M.gguf" blk.0.ffn_up.weight -r 4 -t 2 --roofline --backends cpu,test -o json > "$T/bpr" 2>/dev/null; rc=$?
+check "cli: bench-proj --roofline -o json: the CPU row carries the ratio, quartiles and pairs" sh -c "[ $rc -eq 0 ] &&
+  grep -q '\"backend\": \"cpu\".*\"roofline_ratio\": [0-9]*\.[0-9]*[1-9].*\"roofline_p25\".*\"roofline_pass_gbs\": [1-9].*\"roofline_pairs\": 4}' \"$T/bpr\" &&
+  ! grep '\"backend\": \"test\"' \"$T/bpr\" | grep -q roofline"
 "$L" bench-proj -m "$F/models/tiny-llama31-Q4_K_M.gguf" blk.0.attn_norm.weight 2>"$T/bp"; rc=$?
 check "cli: bench-proj refuses a vector" sh -c "[ $rc -ne 0 ] && grep -q 'not a 2-D weight' \"$T/bp\""
 

@@ -17,7 +17,7 @@ static void usage(void) {
         "  quantize IN.gguf OUT.gguf TYPE               Q8_0 Q4_0 Q2_K Q3_K_M Q4_K_M Q5_K_M Q6_K IQ4_XS F16 BF16\n"
         "  synth    --preset NAME -o OUT.gguf [--type T] random-weight model with real shapes\n"
         "  bench    -m MODEL [-p 512] [-n 128] [-t T] [-r R] [-o md|json]\n"
-        "  bench-proj -m MODEL TENSOR [--backends cpu,onnx,...] [-n TOKENS] [-t T] [-r R]\n"
+        "  bench-proj -m MODEL TENSOR [--backends cpu,onnx,...] [-n TOKENS] [-t T] [-r R] [--roofline]\n"
         "                                   time one projection per backend\n"
         "  bench-mem [-t T]                  measure the read bandwidth (the tg roofline)\n\n"
         "run 'llambda COMMAND --help' for a command's options.\n");

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 double cli_now(void) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec; }
 
@@ -726,13 +727,56 @@ int cmd_bench(int argc, char **argv) {
 
 static const char bench_proj_usage[] =
     "usage: llambda bench-proj -m MODEL TENSOR [--backends cpu,onnx[:EP],test,...] [-n TOKENS] [-t THREADS]\n"
-    "                          [-r REPS] [--warmup N] [-o md|json]\n";
+    "                          [-r REPS] [--warmup N] [-o md|json] [--roofline]\n"
+    "  --roofline: then REPS read passes (512 MiB, as many threads), each followed by one timed CPU run,\n"
+    "              each run's weight bytes per second set against its pass (for tensors much larger than\n"
+    "              the caches)\n";
+
+/* The projection's streaming in step with the memory, as bench --roofline does it for
+ * tokens: a read pass right before each run. */
+typedef struct { mem_bench *mb; int way; double *pass; int k; } proj_pass;
+
+static void proj_pass_before(void *arg) {
+    proj_pass *p = arg;
+    struct timespec nap = {0, 15 * 1000 * 1000};   /* the pool's workers stop spinning and sleep */
+    nanosleep(&nap, NULL);
+    p->pass[p->k++] = mem_bench_pass(p->mb, p->way);
+}
+
+/* 0 with *out filled, or 1 (said why) */
+static int bench_proj_roofline(llambda_model *m, const char *tensor, int ntok, int threads, int reps, uint64_t bytes,
+                               roofline *out) {
+    int nth = threads > 0 ? threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    proj_pass pp = {mem_bench_new((size_t)512 << 20, nth), 0, malloc((size_t)reps * sizeof(double)), 0};
+    double *sec = malloc((size_t)reps * sizeof *sec), *ratio = malloc((size_t)reps * sizeof *ratio),
+           *run = malloc((size_t)reps * sizeof *run);
+    int rc = 1;
+    if (!pp.mb || !pp.pass || !sec || !ratio || !run) fputs("llambda: bench-proj --roofline: out of memory for the read passes\n", stderr);
+    else {
+        double best;
+        pp.way = mem_bench_best_way(pp.mb, 2, &best);
+        if (llambda_bench_projection_runs(m, tensor, ntok, threads, reps, proj_pass_before, &pp, sec))
+            fprintf(stderr, "llambda: %s\n", llambda_last_error());
+        else {
+            for (int k = 0; k < reps; k++) { run[k] = (double)bytes / sec[k] / 1e9; ratio[k] = run[k] / pp.pass[k]; }
+            qsort(ratio, (size_t)reps, sizeof *ratio, cmp_double);
+            qsort(run, (size_t)reps, sizeof *run, cmp_double);
+            qsort(pp.pass, (size_t)reps, sizeof *pp.pass, cmp_double);
+            *out = (roofline){ratio[reps / 2], ratio[reps / 4], ratio[3 * reps / 4], pp.pass[reps / 2], run[reps / 2],
+                              mem_bench_way_name(pp.way), reps};
+            rc = 0;
+        }
+    }
+    mem_bench_free(pp.mb);
+    free(pp.pass); free(sec); free(ratio); free(run);
+    return rc;
+}
 
 /* Per backend: ms/run, GFLOP/s, GB/s of weights, speedup over the CPU and max |drift| from
  * the CPU's result. A backend that is not available gets its row with the error. */
 int cmd_bench_proj(int argc, char **argv) {
     const char *model = NULL, *tensor = NULL, *list = "cpu", *fmt = "md";
-    int threads = 0, reps = 20, ntok = 1, warmup = 3;
+    int threads = 0, reps = 20, ntok = 1, warmup = 3, roof = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-m") && i + 1 < argc) model = argv[++i];
         else if (!strcmp(argv[i], "-t") && i + 1 < argc) threads = atoi(argv[++i]);
@@ -741,6 +785,7 @@ int cmd_bench_proj(int argc, char **argv) {
         else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) warmup = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--backends") && i + 1 < argc) list = argv[++i];
         else if (!strcmp(argv[i], "-o") && i + 1 < argc) fmt = argv[++i];
+        else if (!strcmp(argv[i], "--roofline")) roof = 1;
         else if (!tensor && argv[i][0] != '-') tensor = argv[i];
         else { tensor = NULL; break; }
     }
@@ -772,6 +817,11 @@ int cmd_bench_proj(int argc, char **argv) {
         llambda_model_free(m);
         return 1;
     }
+    roofline rl = {0};
+    if (roof && bench_proj_roofline(m, tensor, ntok, threads, reps, cpu.weight_bytes, &rl)) {
+        llambda_model_free(m);
+        return 1;
+    }
     if (!strcmp(fmt, "json")) printf("[\n");
     else printf("%s [%lld x %lld], %d token(s), %s kernels, %d threads (-1: all cores)\n\n| backend | ms/run | GFLOP/s | GB/s | speedup | max drift | error |\n|---|---:|---:|---:|---:|---:|---|\n",
                 tensor, (long long)cpu.cols, (long long)cpu.rows, ntok, llambda_isa(), threads ? threads : -1);
@@ -793,12 +843,23 @@ int cmd_bench_proj(int argc, char **argv) {
                 for (const char *q = err; *q; q++) { if (*q == '"' || *q == '\\') putchar('\\'); if ((unsigned char)*q >= 32) putchar(*q); }
                 printf("\"}");
             } else
-                printf("\"ms\": %.6f, \"gflops\": %.4f, \"gbps\": %.4f, \"speedup\": %.4f, \"max_drift\": %.6g, \"error\": null}",
+            {
+                printf("\"ms\": %.6f, \"gflops\": %.4f, \"gbps\": %.4f, \"speedup\": %.4f, \"max_drift\": %.6g, \"error\": null",
                        ms, gflops, gbps, speedup, r.max_drift);
+                if (rl.pairs && !strcmp(names[i], "cpu"))
+                    printf(", \"roofline_ratio\": %.4f, \"roofline_p25\": %.4f, \"roofline_p75\": %.4f, \"roofline_pass_gbs\": %.3f, "
+                           "\"roofline_run_gbs\": %.3f, \"roofline_pairs\": %d",
+                           rl.ratio, rl.p25, rl.p75, rl.pass_gbs, rl.token_gbs, rl.pairs);
+                printf("}");
+            }
         } else if (err) printf("| %s | - | - | - | - | - | %s |\n", names[i], err);
         else printf("| %s | %.3f | %.2f | %.2f | %.2fx | %.3g | |\n", names[i], ms, gflops, gbps, speedup, r.max_drift);
     }
     if (!strcmp(fmt, "json")) printf("\n]\n");
+    else if (rl.pairs)
+        printf("\nroofline: %d read passes (%s), each followed by one timed CPU run: the run's %.1f MB of weights at %.2f GB/s "
+               "against the pass's %.2f (medians); ratio median %.3f, quartiles %.3f-%.3f\n",
+               rl.pairs, rl.way, (double)cpu.weight_bytes / 1e6, rl.token_gbs, rl.pass_gbs, rl.ratio, rl.p25, rl.p75);
     llambda_model_free(m);
     return 0;
 }
