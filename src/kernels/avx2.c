@@ -104,7 +104,7 @@ static inline int stream_ahead_far(void) { return stream_ahead() * 3 / 2; }
 static inline __attribute__((always_inline)) void prefetch_ahead(const void *p, int ahead) {
     _mm_prefetch((const char *)p + ahead, _MM_HINT_NTA);
 }
-/* The one-token Q4_K, Q5_K and Q6_K tiles' prefetch, as an asm statement, which stays
+/* The one-token Q4_K, Q5_K, Q6_K and (AVX-512) Q8_0 tiles' prefetch, as an asm statement, which stays
  * where the code puts it. GCC hoisted _mm_prefetch there: the Q6_K tile's 27 a block,
  * written four a row, all went out before the block's first row, the Q4_K tile's 20
  * before its first group (in the AVX2 build's Q4_K tile too, session 27: per-token
@@ -114,8 +114,11 @@ static inline __attribute__((always_inline)) void prefetch_ahead(const void *p, 
  * linked), each token against a read pass just before it: llama-3.2-1b Q4_K_M 0.851 of the pass against 0.821 where
  * passes read about 80 GB/s, 0.924 against 0.886 where they read about 50; Q6_K 0.868
  * against 0.840 and Q5_K_M 0.869 against 0.813 at about 85; Qwen3-Next 0.935 against
- * 0.909 at about 52. The other kernels' prefetches (Q8_0, Q4_0, BF16, F16: even that way)
- * and the prompt instances keep the builtin: as asm statements everywhere, prompts lost
+ * 0.909 at about 52. The AVX-512 Q8_0 tile, its five a block spread over its row pairs,
+ * session 30, three alternations at about 35-40 GB/s: llama-3.2-1b Q8_0 0.940 / 0.899 /
+ * 0.929 -> 0.967 / 0.933 / 0.945, Nemotron (6 layers, a 374 MB Q8_0 head) 0.869 / 0.810 /
+ * 0.855 -> 0.889 / 0.865 / 0.923. The other kernels' prefetches (Q4_0, AVX2 Q8_0: even that
+ * way; the AVX-512 F16 and BF16 tiles have none) and the prompt instances keep the builtin: as asm statements everywhere, prompts lost
  * 4-6% (llama-3.2-1b Q6_K and F16 pp512: the compiler scheduled the copies and the
  * two-token tile around them worse). */
 static inline __attribute__((always_inline)) void prefetch_tile(const void *p, int ahead, const int T) {
@@ -3079,16 +3082,17 @@ static void q8_0_packed_rows(int64_t n, float *out, const uint8_t *tile, const b
      * alternating tg64 with the prefetch and without: llama-3.2-1b Q8_0 eight pairs of nine
      * for it (five-pair medians 29.7 vs 26.5), Nemotron twelve of fifteen (its 374 MB Q8_0
      * head alone, bench-proj, 50 -> 57 GB/s), after four pairs the other way earlier the same
-     * day. The host's state decides; re-measure before changing it back. */
+     * day. The host's state decides; re-measure before changing it back. The fetches go with
+ * the row pairs' loads (prefetch_tile), not in a burst before the block. */
     for (int64_t i = 0; i < nb; i++, qs += Q8_0_X8_BYTES) {
-        #pragma GCC unroll 5
-        for (int l = 0; l < 5; l++) prefetch_ahead(qs + 64 * l, ahead);
+        prefetch_tile(qs + 4 * 64, ahead, 1);   /* the block's fifth line; the other four with their row pairs */
         __m512i yv = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)y[i].qs));
         __m512i start = _mm512_broadcast_i64x4(dot_start((char)Q8_0_PACK_BIAS, y[i].qs));
         __m512 d8 = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(qs + Q8_0_X8_QS))),
                                                           _mm256_set1_ps(LL_FP16(y[i].d))));
         #pragma GCC unroll 4
         for (int p = 0; p < 4; p++) {
+            prefetch_tile(qs + 64 * p, ahead, 1);
             __m512i sum = _mm512_dpbusd_epi32(start, _mm512_loadu_si512(qs + 64 * p), yv);
             acc[p] = _mm512_fmadd_ps(q8_0_pair_scales(d8, p), _mm512_cvtepi32_ps(sum), acc[p]);
         }
