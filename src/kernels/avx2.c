@@ -104,8 +104,8 @@ static inline int stream_ahead_far(void) { return stream_ahead() * 3 / 2; }
 static inline __attribute__((always_inline)) void prefetch_ahead(const void *p, int ahead) {
     _mm_prefetch((const char *)p + ahead, _MM_HINT_NTA);
 }
-/* The one-token Q4_K, Q5_K, Q6_K and (AVX-512) Q8_0 tiles' prefetch, as an asm statement, which stays
- * where the code puts it. GCC hoisted _mm_prefetch there: the Q6_K tile's 27 a block,
+/* The one-token Q4_K, Q5_K, Q6_K and (AVX-512) Q8_0 tiles' prefetch, as an asm statement,
+ * which stays where the code puts it. GCC hoisted _mm_prefetch there: the Q6_K tile's 27 a block,
  * written four a row, all went out before the block's first row, the Q4_K tile's 20
  * before its first group (in the AVX2 build's Q4_K tile too, session 27: per-token
  * alternation there, at about 38 GB/s, +0.4 points, even), so a thread asked for a
@@ -118,9 +118,9 @@ static inline __attribute__((always_inline)) void prefetch_ahead(const void *p, 
  * session 30, three alternations at about 35-40 GB/s: llama-3.2-1b Q8_0 0.940 / 0.899 /
  * 0.929 -> 0.967 / 0.933 / 0.945, Nemotron (6 layers, a 374 MB Q8_0 head) 0.869 / 0.810 /
  * 0.855 -> 0.889 / 0.865 / 0.923. The other kernels' prefetches (Q4_0, AVX2 Q8_0: even that
- * way; the AVX-512 F16 and BF16 tiles have none) and the prompt instances keep the builtin: as asm statements everywhere, prompts lost
- * 4-6% (llama-3.2-1b Q6_K and F16 pp512: the compiler scheduled the copies and the
- * two-token tile around them worse). */
+ * way; the AVX-512 F16 and BF16 tiles have none) and the prompt instances keep the builtin:
+ * as asm statements everywhere, prompts lost 4-6% (llama-3.2-1b Q6_K and F16 pp512: the
+ * compiler scheduled the copies and the two-token tile around them worse). */
 static inline __attribute__((always_inline)) void prefetch_tile(const void *p, int ahead, const int T) {
     if (T == 1) __asm__ volatile("prefetchnta %0" : : "m"(*((const char *)p + ahead)));
     else prefetch_ahead(p, ahead);
@@ -3083,7 +3083,7 @@ static void q8_0_packed_rows(int64_t n, float *out, const uint8_t *tile, const b
      * for it (five-pair medians 29.7 vs 26.5), Nemotron twelve of fifteen (its 374 MB Q8_0
      * head alone, bench-proj, 50 -> 57 GB/s), after four pairs the other way earlier the same
      * day. The host's state decides; re-measure before changing it back. The fetches go with
- * the row pairs' loads (prefetch_tile), not in a burst before the block. */
+     * the row pairs' loads (prefetch_tile), not in a burst before the block. */
     for (int64_t i = 0; i < nb; i++, qs += Q8_0_X8_BYTES) {
         prefetch_tile(qs + 4 * 64, ahead, 1);   /* the block's fifth line; the other four with their row pairs */
         __m512i yv = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)y[i].qs));
