@@ -286,6 +286,8 @@ int ll_cpu_has_avx2_base(void);
 void ll_kernels_avx512(ll_kernels *k);   /* AVX-512 F/BW/VL + VNNI */
 int ll_cpu_has_avx512(void);
 int ll_cpu_has_avx512_bf16(void);   /* AVX512_BF16 (vdpbf16ps) on top of ll_cpu_has_avx512 */
+int ll_cpu_has_gfni(void);          /* GFNI (vgf2p8affineqb), which the AVX-512 Q5_K tile uses where present */
+void ll_kernels_avx512_base(ll_kernels *k);   /* the AVX-512 set without its BF16 and GFNI kernels */
 #endif
 
 /* The f16·f16 dot every ISA reproduces (scalar.c): used by attention too. */

@@ -307,6 +307,11 @@ int ll_cpu_has_avx512_bf16(void) {
     unsigned a, b, c, d;
     return ll_cpu_has_avx512() && __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 5) & 1);
 }
+/* GFNI (cpuid leaf 7 ECX bit 8): Ice Lake and Zen 4 on, not Skylake-X or Cascade Lake */
+int ll_cpu_has_gfni(void) {
+    unsigned a, b, c, d;
+    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && ((c >> 8) & 1);
+}
 
 static inline BF16_TARGET __m512 dpbf16(__m512 c, const uint16_t *a, const uint16_t *b) {
     return _mm512_dpbf16_ps(c, (__m512bh)_mm512_loadu_si512(a), (__m512bh)_mm512_loadu_si512(b));
@@ -3373,11 +3378,49 @@ static size_t pack_q5_K_r8(int64_t n, const void *w, size_t stride, void *dst) {
 }
 
 #ifdef LL_AVX512
+/* vgf2p8affineqb: each byte of x through the 8x8 bit matrix a (the qword of its lane; byte
+ * 7 - i of it picks the input bits whose parity makes output bit i). Written as asm so the
+ * file needs no -mgfni, which would let the compiler use it anywhere: the kernels that do
+ * are chosen only where ll_cpu_has_gfni. */
+static inline __m512i gf_affine(__m512i x, __m512i a) {
+    __m512i r;
+    __asm__("vgf2p8affineqb $0, %2, %1, %0" : "=v"(r) : "v"(x), "v"(a));
+    return r;
+}
+/* the matrix that moves input bit b to output bit 4 */
+#define GF_BIT_TO_4(b) ((1ull << (b)) << 24)
+/* the one that moves the high nibble to the low and input bit b to bit 4 */
+#define GF_HIGH_NIBBLE_AND_BIT(b) (0x1020408000000000ull | GF_BIT_TO_4(b))
+
+/* Group j's quants of one step pair with their fifth bits: lo the low nibbles with bit 2j of
+ * h (sub-block 2j), hi the high nibbles with bit 2j + 1. Without GFNI: each bit shifted to
+ * bit 4 within 16-bit lanes and masked in (seven instructions). With it (gf): lo is the low
+ * nibbles with the bit picked out by one affine step; hi is the high nibbles with bits 0-3
+ * taken from h (or from hs, h >> 4, for j >= 2, whose bits are 5 and 7), then one affine
+ * step moves the nibble down and the bit to 4 (four instructions, and hs once a step pair).
+ * Same bytes either way. */
+static inline __attribute__((always_inline)) void q5_K_quants(__m512i q, __m512i h, __m512i hs, const int j, const int gf,
+                                                              __m512i *lo, __m512i *hi) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10);
+    if (gf) {
+        /* ternary logic 0xE4: the first operand where the third is set, else the second */
+        *lo = _mm512_ternarylogic_epi32(q, gf_affine(h, _mm512_set1_epi64((long long)GF_BIT_TO_4(2 * j))), m4, 0xE4);
+        *hi = gf_affine(_mm512_ternarylogic_epi32(q, j < 2 ? h : hs, m4, 0xD8),   /* 0xD8: the second where the third is set */
+                        _mm512_set1_epi64((long long)GF_HIGH_NIBBLE_AND_BIT(j % 2 ? 3 : 1)));
+        return;
+    }
+    (void)hs;
+    __m512i hl = 2 * j <= 4 ? _mm512_slli_epi16(h, 4 - 2 * j) : _mm512_srli_epi16(h, 2 * j - 4);
+    __m512i hh = 2 * j + 1 <= 4 ? _mm512_slli_epi16(h, 3 - 2 * j) : _mm512_srli_epi16(h, 2 * j - 3);
+    *lo = _mm512_ternarylogic_epi32(_mm512_and_si512(q, m4), hl, b4, 0xF8);
+    *hi = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(q, 4), m4), hh, b4, 0xF8);
+}
+
 static inline __attribute__((always_inline)) void q5_K_r8_tile(int64_t n, float *out, size_t out_stride,
                                                                const block_q5_K_r8 *p, const void *x, size_t x_stride,
-                                                               const int T) {
+                                                               const int T, const int gf) {
     const int ahead = stream_ahead_far();
-    const __m512i m4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10), lo16 = _mm512_set1_epi32(0xFFFF);
+    const __m512i lo16 = _mm512_set1_epi32(0xFFFF);
     __m512 acc[2][4];
     __m256 accm[2];
     #pragma GCC unroll 2
@@ -3404,7 +3447,7 @@ static inline __attribute__((always_inline)) void q5_K_r8_tile(int64_t n, float 
             #pragma GCC unroll 6
             for (int l = 0; l < 6; l++)   /* the 1440-byte block: 23 lines, 6 per step pair */
                 if (6 * st + l < 23) prefetch_tile((const char *)p + 64 * (6 * st + l), ahead, T);
-            __m512i h = _mm512_loadu_si512(p->s[st].qh);
+            __m512i h = _mm512_loadu_si512(p->s[st].qh), hs = _mm512_srli_epi16(h, 4);
             __m512i lane[2];
             #pragma GCC unroll 2
             for (int t = 0; t < T; t++) lane[t] = _mm512_setzero_si512();
@@ -3412,11 +3455,8 @@ static inline __attribute__((always_inline)) void q5_K_r8_tile(int64_t n, float 
             for (int j = 0; j < 4; j++) {
                 __m512i q = _mm512_loadu_si512(p->s[st].qs[j]);
                 ONE_LOAD(q);
-                /* fifth bits 2j and 2j + 1 moved to bit 4 (shifts within 16 bits; the mask keeps bit 4 of each byte) */
-                __m512i hl = 2 * j <= 4 ? _mm512_slli_epi16(h, 4 - 2 * j) : _mm512_srli_epi16(h, 2 * j - 4);
-                __m512i hh = 2 * j + 1 <= 4 ? _mm512_slli_epi16(h, 3 - 2 * j) : _mm512_srli_epi16(h, 2 * j - 3);
-                __m512i lo = _mm512_ternarylogic_epi32(_mm512_and_si512(q, m4), hl, b4, 0xF8);
-                __m512i hi = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(q, 4), m4), hh, b4, 0xF8);
+                __m512i lo, hi;
+                q5_K_quants(q, h, hs, j, gf, &lo, &hi);
                 #pragma GCC unroll 2
                 for (int t = 0; t < T; t++) {
                     int64_t yl, yh;
@@ -3467,7 +3507,8 @@ static inline __m256i bit_to_4(__m256i h, int b) {
 
 static inline __attribute__((always_inline)) void q5_K_r8_tile(int64_t n, float *out, size_t out_stride,
                                                                const block_q5_K_r8 *p, const void *x, size_t x_stride,
-                                                               const int T) {
+                                                               const int T, const int gf) {
+    (void)gf;   /* no GFNI form in 256-bit registers */
     const int ahead = stream_ahead();
     const __m256i m4 = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10);
     const __m256i half_rows[2] = {_mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3), _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7)};
@@ -3549,13 +3590,23 @@ static inline __attribute__((always_inline)) void q5_K_r8_tile(int64_t n, float 
 #endif
 
 /* either build's tile, two tokens a pass */
-static void dot_q5_K_r8(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride, int n_tok) {
+static inline __attribute__((always_inline)) void q5_K_r8_tokens(int64_t n, float *out, size_t out_stride, const void *tile,
+                                                                 const void *x, size_t x_stride, int n_tok, const int gf) {
     int t = 0;
     for (; t + 2 <= n_tok; t += 2)
-        q5_K_r8_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 2);
+        q5_K_r8_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 2, gf);
     for (; t < n_tok; t++)
-        q5_K_r8_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 1);
+        q5_K_r8_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 1, gf);
 }
+static void dot_q5_K_r8(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride, int n_tok) {
+    q5_K_r8_tokens(n, out, out_stride, tile, x, x_stride, n_tok, 0);
+}
+#ifdef LL_AVX512
+static void dot_q5_K_r8_gfni(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
+                             int n_tok) {
+    q5_K_r8_tokens(n, out, out_stride, tile, x, x_stride, n_tok, 1);
+}
+#endif
 
 /* Q5_0 repacked: eight rows interleaved four quants at a time. dot_q5_0's lane m holds
  * quants 4m..4m+3 (low nibbles of bytes 4m.. for m < 4, high nibbles of bytes 4(m-4)..
@@ -4645,8 +4696,11 @@ static float ssm_scan(float *st, const float *B, const float *C, float dA, float
     return sum;
 }
 
-void ll_kernels_avx2(ll_kernels *k) {
-    k->isa = ISA_NAME;
+/* The set; with_extensions = 0 leaves out the AVX-512 kernels that need AVX512_BF16 or
+ * GFNI on top (what a CPU with only F/BW/VL/VNNI, a Cascade Lake, gets), which
+ * LLAMBDA_ISA=avx512-base and the tests choose here. */
+static void fill_kernels(ll_kernels *k, int with_extensions) {
+    k->isa = with_extensions ? ISA_NAME : ISA_NAME "-base";
     k->vec_dot[LLAMBDA_TYPE_F32] = dot_f32;
     k->vec_dot[LLAMBDA_TYPE_F16] = dot_f16;
     k->vec_dot[LLAMBDA_TYPE_Q8_0] = dot_q8_0;
@@ -4699,7 +4753,7 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->gemm[LLAMBDA_TYPE_F16] = gemm_f16;
     k->gemm_tiles[LLAMBDA_TYPE_F16] = gemm_f16_tiles;
     k->gemm_act[LLAMBDA_TYPE_F32] = LLAMBDA_TYPE_F32;   /* F16 keeps the AVX2 set's LL_ACT_F16_PASS */
-    if (ll_cpu_has_avx512_bf16()) {   /* else BF16 keeps dot_bf16, the emulation */
+    if (with_extensions && ll_cpu_has_avx512_bf16()) {   /* else BF16 keeps dot_bf16, the emulation */
         k->vec_dot[LLAMBDA_TYPE_BF16] = dot_bf16_dp;
         k->vec_dot_x8[LLAMBDA_TYPE_BF16] = dot_bf16_x8;
         k->pack_x8[LLAMBDA_TYPE_BF16] = pack_bf16_tile;
@@ -4713,6 +4767,9 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->vec_dot[LLAMBDA_TYPE_Q5_K] = dot_q5_K;
     k->pack_x8[LLAMBDA_TYPE_Q5_K] = pack_q5_K_r8;
     k->dot_packed[LLAMBDA_TYPE_Q5_K] = dot_q5_K_r8;
+#ifdef LL_AVX512
+    if (with_extensions && ll_cpu_has_gfni()) k->dot_packed[LLAMBDA_TYPE_Q5_K] = dot_q5_K_r8_gfni;
+#endif
     k->vec_dot[LLAMBDA_TYPE_Q6_K] = dot_q6_K;
     k->vec_dot[LLAMBDA_TYPE_Q4_1] = dot_q4_1;
     k->vec_dot[LLAMBDA_TYPE_Q5_1] = dot_q5_1;
@@ -4759,3 +4816,8 @@ void ll_kernels_avx2(ll_kernels *k) {
     k->from_float[LLAMBDA_TYPE_BF16] = convert_row_bf16;
     k->from_float[LL_ACT_F16_AS_F32] = round_row_f16;
 }
+
+void ll_kernels_avx2(ll_kernels *k) { fill_kernels(k, 1); }
+#ifdef LL_AVX512
+void ll_kernels_avx512_base(ll_kernels *k) { fill_kernels(k, 0); }
+#endif

@@ -1,4 +1,4 @@
-/* Chooses the kernel set once: the best ISA the CPU has, or LLAMBDA_ISA=scalar|avx2|avx512. */
+/* Chooses the kernel set once: the best ISA the CPU has, or LLAMBDA_ISA=scalar|avx2|avx512|avx512-base. */
 #include "../internal.h"
 #include <pthread.h>
 #include <stdio.h>
@@ -13,13 +13,15 @@ static void choose(void) {
     ll_kernels_scalar(&kernels);
 #ifdef LL_HAVE_AVX2
     int avx2 = ll_cpu_has_avx2(), avx512 = avx2 && ll_cpu_has_avx512();
-    if (want && *want && strcmp(want, "scalar") && strcmp(want, "avx2") && strcmp(want, "avx512"))
-        fprintf(stderr, "llambda: LLAMBDA_ISA=%s unknown (scalar, avx2, avx512); using the best available\n", want);
+    int base = want && !strcmp(want, "avx512-base");   /* without the BF16 and GFNI kernels */
+    if (want && *want && strcmp(want, "scalar") && strcmp(want, "avx2") && strcmp(want, "avx512") && !base)
+        fprintf(stderr, "llambda: LLAMBDA_ISA=%s unknown (scalar, avx2, avx512, avx512-base); using the best available\n", want);
     if (want && !strcmp(want, "scalar")) return;
-    if (want && !strcmp(want, "avx512") && !avx512)
+    if (want && (!strcmp(want, "avx512") || base) && !avx512)
         fprintf(stderr, "llambda: this CPU lacks AVX-512 F/BW/VL/VNNI; using %s kernels\n", avx2 ? "avx2" : "scalar");
     if (want && !strcmp(want, "avx2") && !avx2) fprintf(stderr, "llambda: this CPU lacks AVX2; using scalar kernels\n");
-    if (avx512 && !(want && !strcmp(want, "avx2"))) ll_kernels_avx512(&kernels);
+    if (avx512 && base) ll_kernels_avx512_base(&kernels);
+    else if (avx512 && !(want && !strcmp(want, "avx2"))) ll_kernels_avx512(&kernels);
     else if (avx2) ll_kernels_avx2(&kernels);
 #else
     (void)want;
