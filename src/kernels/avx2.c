@@ -2766,12 +2766,49 @@ static size_t pack_q6_K_r8(int64_t n, const void *w, size_t stride, void *dst) {
     return (size_t)nb * sizeof(block_q6_K_r8);
 }
 
-static inline __attribute__((always_inline)) void q6_K_r8_tile(int64_t n, float *out, size_t out_stride,
-                                                               const block_q6_K_r8 *p, const void *x, size_t x_stride,
-                                                               const int T) {
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30), lo16 = _mm512_set1_epi32(0xFFFF);
+/* vgf2p8affineqb: each byte of x through the 8x8 bit matrix a (the qword of its lane; byte
+ * 7 - i of it picks the input bits whose parity makes output bit i). Written as asm so the
+ * file needs no -mgfni, which would let the compiler use it anywhere: the kernels that do
+ * are chosen only where ll_cpu_has_gfni. */
+static inline __m512i gf_affine(__m512i x, __m512i a) {
+    __m512i r;
+    __asm__("vgf2p8affineqb $0, %2, %1, %0" : "=v"(r) : "v"(x), "v"(a));
+    return r;
+}
+/* the matrix that moves input bit b to output bit 4 */
+#define GF_BIT_TO_4(b) ((1ull << (b)) << 24)
+/* the one that moves the high nibble to the low and input bit b to bit 4 */
+#define GF_HIGH_NIBBLE_AND_BIT(b) (0x1020408000000000ull | GF_BIT_TO_4(b))
+
+/* 64-bit matrices a half: a in the low 256 bits, b in the high */
+static inline __m512i gf_halves(unsigned long long a, unsigned long long b) {
+    return _mm512_inserti64x4(_mm512_set1_epi64((long long)a), _mm256_set1_epi64x((long long)b), 1);
+}
+
+/* Half h of a Q6_K row as two vectors of quants (0..63): v01 the low nibbles of L with their
+ * top bits from H (qh bits 0-1 for group 4h in the low 256 bits, 2-3 for 4h+1 in the high),
+ * v23 the high nibbles with bits 4-5 (group 4h+2) or 6-7 (4h+3). Without GFNI: shifts
+ * by lane and masks (seven instructions); with it (gf), affine steps that move the bits
+ * and clear the rest, joined by one ternary step and one or (five). Same bytes. */
+static inline __attribute__((always_inline)) void q6_K_quants(__m512i L, __m512i H, const int gf, __m512i *v01, __m512i *v23) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    if (gf) {
+        /* output bits 4 and 5 are matrix bytes 3 and 2; bits 0-3, bytes 7-4 */
+        *v01 = _mm512_ternarylogic_epi32(L, gf_affine(H, gf_halves(0x01020000, 0x04080000)), m4, 0xE4);
+        *v23 = _mm512_or_si512(gf_affine(L, _mm512_set1_epi64((long long)0x1020408000000000ull)),
+                               gf_affine(H, gf_halves(0x10200000, 0x40800000)));
+        return;
+    }
     const __m512i up42 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);   /* qh shifts, groups 4h | 4h+1 */
     const __m512i dn02 = _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1);   /* and 4h+2 | 4h+3 */
+    *v01 = _mm512_ternarylogic_epi32(_mm512_and_si512(L, m4), _mm512_sllv_epi16(H, up42), m30, 0xF8);
+    *v23 = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(L, 4), m4), _mm512_srlv_epi16(H, dn02), m30, 0xF8);
+}
+
+static inline __attribute__((always_inline)) void q6_K_r8_tile(int64_t n, float *out, size_t out_stride,
+                                                               const block_q6_K_r8 *p, const void *x, size_t x_stride,
+                                                               const int T, const int gf) {
+    const __m512i lo16 = _mm512_set1_epi32(0xFFFF);
     /* scale words by lane: low half lane m pairs sub-blocks (8h + m/4, 8h+4 + m/4), high half
      * (8h+2 + m/4, 8h+6 + m/4), for half h */
     static const int16_t scale_word[2][32] = {
@@ -2809,8 +2846,8 @@ static inline __attribute__((always_inline)) void q6_K_r8_tile(int64_t n, float 
                 __m512i L = _mm512_loadu_si512(p->row[r].ql + 64 * h);
                 ONE_LOAD(L);
                 __m512i H = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(p->row[r].qh + 32 * h)));
-                __m512i v01 = _mm512_ternarylogic_epi32(_mm512_and_si512(L, m4), _mm512_sllv_epi16(H, up42), m30, 0xF8);
-                __m512i v23 = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(L, 4), m4), _mm512_srlv_epi16(H, dn02), m30, 0xF8);
+                __m512i v01, v23;
+                q6_K_quants(L, H, gf, &v01, &v23);
                 __m512i scp = _mm512_permutexvar_epi16(sidx[h], _mm512_castsi256_si512(s16));
                 #pragma GCC unroll 2
                 for (int t = 0; t < T; t++) {
@@ -2832,12 +2869,20 @@ static inline __attribute__((always_inline)) void q6_K_r8_tile(int64_t n, float 
         for (int r = 0; r < 8; r++) out[(size_t)t * out_stride + r] = hsum8(acc[t][r]);
 }
 
-static void dot_q6_K_r8(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride, int n_tok) {
+static inline __attribute__((always_inline)) void q6_K_r8_tokens(int64_t n, float *out, size_t out_stride, const void *tile,
+                                                                 const void *x, size_t x_stride, int n_tok, const int gf) {
     int t = 0;
     for (; t + 2 <= n_tok; t += 2)
-        q6_K_r8_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 2);
+        q6_K_r8_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 2, gf);
     for (; t < n_tok; t++)
-        q6_K_r8_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 1);
+        q6_K_r8_tile(n, out + (size_t)t * out_stride, out_stride, tile, (const uint8_t *)x + (size_t)t * x_stride, x_stride, 1, gf);
+}
+static void dot_q6_K_r8(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride, int n_tok) {
+    q6_K_r8_tokens(n, out, out_stride, tile, x, x_stride, n_tok, 0);
+}
+static void dot_q6_K_r8_gfni(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
+                             int n_tok) {
+    q6_K_r8_tokens(n, out, out_stride, tile, x, x_stride, n_tok, 1);
 }
 #endif
 
@@ -3378,20 +3423,6 @@ static size_t pack_q5_K_r8(int64_t n, const void *w, size_t stride, void *dst) {
 }
 
 #ifdef LL_AVX512
-/* vgf2p8affineqb: each byte of x through the 8x8 bit matrix a (the qword of its lane; byte
- * 7 - i of it picks the input bits whose parity makes output bit i). Written as asm so the
- * file needs no -mgfni, which would let the compiler use it anywhere: the kernels that do
- * are chosen only where ll_cpu_has_gfni. */
-static inline __m512i gf_affine(__m512i x, __m512i a) {
-    __m512i r;
-    __asm__("vgf2p8affineqb $0, %2, %1, %0" : "=v"(r) : "v"(x), "v"(a));
-    return r;
-}
-/* the matrix that moves input bit b to output bit 4 */
-#define GF_BIT_TO_4(b) ((1ull << (b)) << 24)
-/* the one that moves the high nibble to the low and input bit b to bit 4 */
-#define GF_HIGH_NIBBLE_AND_BIT(b) (0x1020408000000000ull | GF_BIT_TO_4(b))
-
 /* Group j's quants of one step pair with their fifth bits: lo the low nibbles with bit 2j of
  * h (sub-block 2j), hi the high nibbles with bit 2j + 1. Without GFNI: each bit shifted to
  * bit 4 within 16-bit lanes and masked in (seven instructions). With it (gf): lo is the low
@@ -4768,7 +4799,10 @@ static void fill_kernels(ll_kernels *k, int with_extensions) {
     k->pack_x8[LLAMBDA_TYPE_Q5_K] = pack_q5_K_r8;
     k->dot_packed[LLAMBDA_TYPE_Q5_K] = dot_q5_K_r8;
 #ifdef LL_AVX512
-    if (with_extensions && ll_cpu_has_gfni()) k->dot_packed[LLAMBDA_TYPE_Q5_K] = dot_q5_K_r8_gfni;
+    if (with_extensions && ll_cpu_has_gfni()) {
+        k->dot_packed[LLAMBDA_TYPE_Q5_K] = dot_q5_K_r8_gfni;
+        k->dot_packed[LLAMBDA_TYPE_Q6_K] = dot_q6_K_r8_gfni;
+    }
 #endif
     k->vec_dot[LLAMBDA_TYPE_Q6_K] = dot_q6_K;
     k->vec_dot[LLAMBDA_TYPE_Q4_1] = dot_q4_1;
