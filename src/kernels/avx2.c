@@ -3323,8 +3323,49 @@ static inline __attribute__((always_inline)) void q4_0_packed_tile(int64_t n, fl
     for (int t = 0; t < T; t++) _mm256_storeu_ps(out + (size_t)t * out_stride, acc[t]);
 }
 
+#ifdef LL_AVX512
+/* One token in 512-bit vectors: a 64-byte load is steps k and k + 1 of the eight rows (row
+ * r in lanes r and 8 + r), whose low nibbles meet activations 4k.. and 4k + 4.. and whose
+ * high ones (kept in place, 16 times their value, their sums shifted back) meet 16 + 4k..
+ * and 20 + 4k.., each four broadcast to their half by one permute. 8 x the activations
+ * come off lane by lane (two more dot products a load, against a hsum of the block's
+ * activations before: ten instructions), the halves added are each row's block integer,
+ * then q4_0_packed_tile's one fused multiply-add per block: its integers, its bits. One
+ * thread, a tile resident in L2 (a microbenchmark of dot_packed, 384 rows of 2048): the
+ * 256-bit tile 42 GB/s, this 72. */
+static void q4_0_packed_tile_x1(int64_t n, float *out, const block_q4_0_x8 *p, const block_q8_0 *y) {
+    const int ahead = stream_ahead();
+    const __m512i m4 = _mm512_set1_epi8(0x0F), b8 = _mm512_set1_epi8(8);
+    const __m512i pick[2][2] = {{set_halves_epi32(0, 1), set_halves_epi32(2, 3)}, {set_halves_epi32(4, 5), set_halves_epi32(6, 7)}};
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / 32; i++, p++, y++) {
+        #pragma GCC unroll 3
+        for (int l = 0; l < 3; l++)   /* the 144-byte block */
+            prefetch_ahead((const char *)p + 64 * l, ahead);
+        const __m512i yv = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)y->qs));
+        __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512(), off = _mm512_setzero_si512();
+        #pragma GCC unroll 2
+        for (int kp = 0; kp < 2; kp++) {
+            __m512i q = _mm512_loadu_si512(p->qs[2 * kp]);
+            ONE_LOAD(q);
+            __m512i yl = _mm512_permutexvar_epi32(pick[0][kp], yv), yh = _mm512_permutexvar_epi32(pick[1][kp], yv);
+            lo = _mm512_dpbusd_epi32(lo, _mm512_and_si512(q, m4), yl);
+            hi = _mm512_dpbusd_epi32(hi, _mm512_andnot_si512(m4, q), yh);
+            off = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(off, b8, yl), b8, yh);   /* 8 x the four activations of a lane */
+        }
+        __m256i isum = add_halves_epi32(_mm512_sub_epi32(_mm512_add_epi32(lo, _mm512_srai_epi32(hi, 4)), off));
+        __m256 xd = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p->d));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(_mm256_set1_ps(LL_FP16(y->d)), xd), acc);
+    }
+    _mm256_storeu_ps(out, acc);
+}
+#endif
+
 static void dot_q4_0_packed(int64_t n, float *out, size_t out_stride, const void *tile, const void *x, size_t x_stride,
                             int n_tok) {
+#ifdef LL_AVX512
+    if (n_tok == 1) { q4_0_packed_tile_x1(n, out, tile, x); return; }
+#endif
     switch (n_tok) {
     case 4: q4_0_packed_tile(n, out, out_stride, tile, x, x_stride, 4); break;
     case 3: q4_0_packed_tile(n, out, out_stride, tile, x, x_stride, 3); break;
