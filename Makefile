@@ -15,7 +15,7 @@ LIB_SRC = src/error.c src/os_posix.c src/gguf.c src/quant/float.c src/quant/quan
           src/kernels/scalar.c src/kernels/dispatch.c $(wildcard src/ops/*.c) $(wildcard src/arch/*.c) \
           $(wildcard src/tokenizer/*.c) $(wildcard src/backends/*.c) $(filter-out src/error.c src/os_posix.c src/gguf.c,$(wildcard src/*.c))
 ifeq ($(ARCH),x86_64)
-LIB_SRC += src/kernels/avx2.c src/kernels/avx512.c
+LIB_SRC += src/kernels/avx2.c src/kernels/avx2vnni.c src/kernels/avx512.c
 CFLAGS_COMMON += -DLL_HAVE_AVX2
 endif
 # The CUDA backend: `make CUDA=1` (nvcc from PATH or $(CUDA_HOME)); the default build has none.
@@ -45,6 +45,10 @@ $(BUILD)/%.o: %.c include/llambda.h src/internal.h $(wildcard src/*/*.h) $(wildc
 $(BUILD)/src/kernels/avx2.o: src/kernels/avx2.c include/llambda.h src/internal.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) $(KERNEL_SAN) $(CFLAGS) -mavx2 -mfma -mf16c -c $< -o $@
+
+$(BUILD)/src/kernels/avx2vnni.o: src/kernels/avx2vnni.c src/kernels/avx2.c include/llambda.h src/internal.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(KERNEL_SAN) $(CFLAGS) -mavx2 -mfma -mf16c -mavxvnni -c $< -o $@
 
 $(BUILD)/src/kernels/avx512.o: src/kernels/avx512.c src/kernels/avx2.c include/llambda.h src/internal.h
 	@mkdir -p $(dir $@)

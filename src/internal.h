@@ -281,6 +281,8 @@ int ll_vec_dot_type(int weight_type);   /* its activation format; -1 if the type
 void ll_kernels_scalar(ll_kernels *k);
 #ifdef LL_HAVE_AVX2
 void ll_kernels_avx2(ll_kernels *k);
+void ll_kernels_avx2_vnni(ll_kernels *k);   /* the AVX2 set with AVX-VNNI's integer steps */
+int ll_cpu_has_avx_vnni(void);
 int ll_cpu_has_avx2(void);
 int ll_cpu_has_avx2_base(void);
 void ll_kernels_avx512(ll_kernels *k);   /* AVX-512 F/BW/VL + VNNI */

@@ -24,10 +24,11 @@ check "cli: eval logits are byte-identical to llama.cpp's (qwen2 Q4_K_M, 22 prom
 check "cli: eval prints n_vocab, n_prompt and tokens as JSON" grep -q '"n_vocab":1024,"n_prompt":22,"tokens":\[' "$T/eval.json"
 
 # the same on every ISA path
-for isa in scalar avx2; do
+for isa in scalar avx2 avx2-vnni; do
     LLAMBDA_ISA=$isa "$L" eval -m "$F/models/tiny-llama31-Q6_K.gguf" --tokens "$toks" --logits-out "$T/isa_$isa.f32" >/dev/null 2>&1
 done
-check "cli: scalar and avx2 kernels give byte-identical logits" cmp -s "$T/isa_scalar.f32" "$T/isa_avx2.f32"
+check "cli: scalar, avx2 and avx2-vnni kernels give byte-identical logits" \
+    sh -c "cmp -s \"$T/isa_scalar.f32\" \"$T/isa_avx2.f32\" && cmp -s \"$T/isa_scalar.f32\" \"$T/isa_avx2-vnni.f32\""
 
 # tokenize with and without BOS
 check "cli: tokenize adds BOS for Llama 3" sh -c "\"$L\" tokenize -m \"$F/models/tiny-llama31-F16.gguf\" -p 'Hello world' | grep -q '^1016 '"

@@ -3,7 +3,9 @@
  * the same lane layout, the same final reduction — so results are bitwise identical
  * across ISAs. Compiled with -mavx2 -mfma -mf16c; used only after a cpuid check.
  * avx512.c compiles this same file again with AVX-512 (VL, BW, VNNI) enabled: the integer
- * steps become VNNI instructions and the compiler gets 32 vector registers. */
+ * steps become VNNI instructions and the compiler gets 32 vector registers. avx2vnni.c
+ * compiles it a third time with AVX-VNNI (the 256-bit VNNI of CPUs without AVX-512): the
+ * AVX2 kernels, their integer steps as VNNI instructions (LL_AVX_VNNI). */
 #include "../internal.h"
 #include <cpuid.h>
 #include <pthread.h>
@@ -23,6 +25,12 @@ int ll_cpu_has_avx512(void) {
     if ((lo & 0xe6) != 0xe6) return 0;
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
     return ((b >> 16) & 1) && ((b >> 30) & 1) && ((b >> 31) & 1) && ((c >> 11) & 1);
+}
+#elif defined(LL_AVX_VNNI)
+/* cpuid: AVX-VNNI (leaf 7 subleaf 1 EAX 4) on top of the AVX2 set */
+int ll_cpu_has_avx_vnni(void) {
+    unsigned a, b, c, d;
+    return ll_cpu_has_avx2_base() && __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 4) & 1);
 }
 #else
 /* cpuid: AVX2 (leaf 7 EBX 5), FMA (leaf 1 ECX 12), F16C (ECX 29), and the OS saving the
@@ -61,6 +69,20 @@ int ll_cpu_has_avx2(void) { return ll_cpu_has_avx2_base(); }
  * int16 pair sums would saturate, so the AVX2 build shifts first. */
 #define HIGH_NIBBLES(q, m4) _mm256_andnot_si256((m4), (q))
 #define HIGH_NIBBLE_SUMS(acc) _mm256_srai_epi32((acc), 4)
+#elif defined(LL_AVX_VNNI)
+/* The AVX2 kernels with the byte dot products as AVX-VNNI's vpdpbusd (the same exact
+ * integers: the AVX2 forms never saturate). The int16 products keep vpmaddwd and an add:
+ * with vpdpwssd the accumulator's chain is its latency, and one thread from L2 (dot_packed,
+ * 384 rows of 2048, three runs) lost on Q5_K (33.7/31.1/32.9 -> 31.8/29.9/31.4 GB/s) and
+ * IQ4_XS (25.2/25.2/25.8 -> 22.9/23.1/23.1), even elsewhere. The high nibbles keep the
+ * AVX2 form: kernels of this set also feed them to vpmaddubsw, whose pairs would
+ * saturate at 16 times. */
+#define ISA_NAME "avx2-vnni"
+#define DOT_U8I8_4(u, s) _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), (u), (s))
+#define ACC_MADD16(acc, a, b) _mm256_add_epi32((acc), _mm256_madd_epi16((a), (b)))
+#define ACC_DOT_U8I8_4(acc, u, s) _mm256_dpbusd_avx_epi32((acc), (u), (s))
+#define HIGH_NIBBLES(q, m4) _mm256_and_si256(_mm256_srli_epi16((q), 4), (m4))
+#define HIGH_NIBBLE_SUMS(acc) (acc)
 #else
 #define ISA_NAME "avx2"
 #define HIGH_NIBBLES(q, m4) _mm256_and_si256(_mm256_srli_epi16((q), 4), (m4))

@@ -1,4 +1,5 @@
-/* Chooses the kernel set once: the best ISA the CPU has, or LLAMBDA_ISA=scalar|avx2|avx512|avx512-base. */
+/* Chooses the kernel set once: the best ISA the CPU has, or
+ * LLAMBDA_ISA=scalar|avx2|avx2-vnni|avx512|avx512-base. */
 #include "../internal.h"
 #include <pthread.h>
 #include <stdio.h>
@@ -12,16 +13,21 @@ static void choose(void) {
     const char *want = getenv("LLAMBDA_ISA");
     ll_kernels_scalar(&kernels);
 #ifdef LL_HAVE_AVX2
-    int avx2 = ll_cpu_has_avx2(), avx512 = avx2 && ll_cpu_has_avx512();
-    int base = want && !strcmp(want, "avx512-base");   /* without the BF16 and GFNI kernels */
-    if (want && *want && strcmp(want, "scalar") && strcmp(want, "avx2") && strcmp(want, "avx512") && !base)
-        fprintf(stderr, "llambda: LLAMBDA_ISA=%s unknown (scalar, avx2, avx512, avx512-base); using the best available\n", want);
-    if (want && !strcmp(want, "scalar")) return;
-    if (want && (!strcmp(want, "avx512") || base) && !avx512)
-        fprintf(stderr, "llambda: this CPU lacks AVX-512 F/BW/VL/VNNI; using %s kernels\n", avx2 ? "avx2" : "scalar");
-    if (want && !strcmp(want, "avx2") && !avx2) fprintf(stderr, "llambda: this CPU lacks AVX2; using scalar kernels\n");
-    if (avx512 && base) ll_kernels_avx512_base(&kernels);
-    else if (avx512 && !(want && !strcmp(want, "avx2"))) ll_kernels_avx512(&kernels);
+    int avx2 = ll_cpu_has_avx2(), vnni = avx2 && ll_cpu_has_avx_vnni(), avx512 = avx2 && ll_cpu_has_avx512();
+    int is = want && *want, w_avx2 = is && !strcmp(want, "avx2"), w_vnni = is && !strcmp(want, "avx2-vnni");
+    int w_base = is && !strcmp(want, "avx512-base");   /* without the BF16 and GFNI kernels */
+    int w_512 = is && !strcmp(want, "avx512");
+    if (is && strcmp(want, "scalar") && !w_avx2 && !w_vnni && !w_512 && !w_base)
+        fprintf(stderr, "llambda: LLAMBDA_ISA=%s unknown (scalar, avx2, avx2-vnni, avx512, avx512-base); using the best available\n",
+                want);
+    if (is && !strcmp(want, "scalar")) return;
+    const char *fallback = vnni ? "avx2-vnni" : avx2 ? "avx2" : "scalar";
+    if ((w_512 || w_base) && !avx512) fprintf(stderr, "llambda: this CPU lacks AVX-512 F/BW/VL/VNNI; using %s kernels\n", fallback);
+    if (w_vnni && !vnni) fprintf(stderr, "llambda: this CPU lacks AVX-VNNI; using %s kernels\n", avx2 ? "avx2" : "scalar");
+    if (w_avx2 && !avx2) fprintf(stderr, "llambda: this CPU lacks AVX2; using scalar kernels\n");
+    if (avx512 && w_base) ll_kernels_avx512_base(&kernels);
+    else if (avx512 && !w_avx2 && !w_vnni) ll_kernels_avx512(&kernels);
+    else if (vnni && !w_avx2) ll_kernels_avx2_vnni(&kernels);
     else if (avx2) ll_kernels_avx2(&kernels);
 #else
     (void)want;
