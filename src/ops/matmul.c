@@ -182,15 +182,22 @@ static int64_t grab_items(int64_t left, int nth) {
  * so that a thread knows them before the set starts (fetch_own_items), and shares of the
  * set's bytes, not of its items: a Qwen3-Next router (F32, 256 KiB an item) shares a set
  * with the shared expert's Q4_K rows (36 KiB an item), and equal counts gave one thread
- * three quarters of the bytes to stream alone. Seven eighths of the set are owned, an
- * eighth is left to balance the threads: every grab starts a new stream (its first lines
+ * three quarters of the bytes to stream alone. Six eighths of the set are owned, a
+ * quarter is left to balance the threads: every grab starts a new stream (its first lines
  * not prefetched, the prefetches past the last run's end wasted), and at this host's
  * upper bandwidth level a model of a llama-3.2-1b token (two threads, the Q4_K tile,
  * a barrier per set) streamed 74.1 GB/s with half the set owned, 76.4 with seven
  * eighths, 77.7 with fixed halves, against a plain read's 77.4 (means of 2240 passes;
- * even at the lower level). Fixed halves leave one thread waiting when the other runs
- * slower, which on this shared host it often does. */
-#define OWNED_EIGHTHS 7
+ * even at the lower level). But fixed halves leave one thread waiting when the other
+ * runs slower, which on this shared host it often does: timed in a real token, one
+ * thread took 10-19% longer than the other for its owned part, either one, run to run
+ * (session 31; fixed halves then made the head 64 -> 54 GB/s). Seven eighths against six,
+ * session 31, three alternations, each token against a read pass just before it:
+ * llama-3.2-1b Q4_K_M 0.946 / 1.031 / 1.033 -> 0.919 / 1.072 / 1.164, Q5_K_M 0.938 /
+ * 0.947 / 0.957 -> 0.956 / 0.970 / 1.046, Q8_0 0.831 / 0.870 / 0.854 -> 0.897 / 0.930 /
+ * 0.905, Qwen3-Next 0.923 / 0.937 / 0.817 -> 1.047 / 1.052 / 0.936 (token rates higher
+ * in 11 of 12); Nemotron, F16 and BF16 even in two. */
+#define OWNED_EIGHTHS 6
 static int64_t own_bytes(int64_t total_bytes, int nth) { return total_bytes / 8 * OWNED_EIGHTHS / nth; }
 
 /* The first item that starts at or after byte b of the set */
