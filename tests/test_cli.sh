@@ -30,6 +30,26 @@ done
 check "cli: scalar, avx2 and avx2-vnni kernels give byte-identical logits" \
     sh -c "cmp -s \"$T/isa_scalar.f32\" \"$T/isa_avx2.f32\" && cmp -s \"$T/isa_scalar.f32\" \"$T/isa_avx2-vnni.f32\""
 
+# LLAMBDA_ISA: a named set where the CPU has it, else the next one down with a note; an
+# unknown name is said and the default used
+S="models/stories260K.gguf"
+isa_of() { sed -n 's/.*"isa": "\([^"]*\)".*/\1/p' "$1" | head -1; }
+"$L" bench -m "$S" -p 0 -n 1 -r 1 -o json > "$T/isa_default.json" 2>/dev/null
+LLAMBDA_ISA=scalar "$L" bench -m "$S" -p 0 -n 1 -r 1 -o json > "$T/isa_s.json" 2>/dev/null
+LLAMBDA_ISA=bogus "$L" bench -m "$S" -p 0 -n 1 -r 1 -o json > "$T/isa_b.json" 2> "$T/isa_b.err"
+check "cli: LLAMBDA_ISA=scalar runs the scalar kernels" test "$(isa_of "$T/isa_s.json")" = scalar
+check "cli: an unknown LLAMBDA_ISA is named and the default set runs" \
+    sh -c 'grep -q "LLAMBDA_ISA=bogus unknown" "$1" && test "$2" = "$3"' _ "$T/isa_b.err" "$(isa_of "$T/isa_b.json")" \
+    "$(isa_of "$T/isa_default.json")"
+isa_ok=1
+for want in avx512 avx512-base avx2-vnni avx2; do
+    LLAMBDA_ISA=$want "$L" bench -m "$S" -p 0 -n 1 -r 1 -o json > "$T/isa_w.json" 2> "$T/isa_w.err"
+    got=$(isa_of "$T/isa_w.json")
+    if [ "$got" = "$want" ]; then grep -q lacks "$T/isa_w.err" && isa_ok=0
+    else grep -q "lacks .*; using $got kernels" "$T/isa_w.err" || isa_ok=0; fi
+done
+check "cli: each LLAMBDA_ISA set runs where the CPU has it, else the next down with a note" test $isa_ok = 1
+
 # tokenize with and without BOS
 check "cli: tokenize adds BOS for Llama 3" sh -c "\"$L\" tokenize -m \"$F/models/tiny-llama31-F16.gguf\" -p 'Hello world' | grep -q '^1016 '"
 check "cli: tokenize --no-bos" sh -c "! \"$L\" tokenize -m \"$F/models/tiny-llama31-F16.gguf\" -p 'Hello world' --no-bos | grep -q '^1016 '"

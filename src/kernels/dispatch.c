@@ -8,30 +8,49 @@
 static ll_kernels kernels;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+/* The kernel sets, widest first, each with what the CPU must have for it. LLAMBDA_ISA names
+ * where to start (a set the CPU lacks falls to the next one it has); without it the first
+ * the CPU has wins, except avx512-base (the AVX-512 set without its AVX512_BF16 and GFNI
+ * kernels, what a Cascade Lake gets), which only its name chooses. */
+typedef struct {
+    const char *name, *needs;
+    int (*has)(void);
+    void (*fill)(ll_kernels *k);   /* over the scalar set; NULL: the scalar set itself */
+} kernel_set;
+
+static int has_always(void) { return 1; }
+#ifdef LL_HAVE_AVX2
+static int has_avx512(void) { return ll_cpu_has_avx2() && ll_cpu_has_avx512(); }
+static int has_avx2_vnni(void) { return ll_cpu_has_avx2() && ll_cpu_has_avx_vnni(); }
+#endif
+
+static const kernel_set sets[] = {
+#ifdef LL_HAVE_AVX2
+    {"avx512", "AVX-512 F/BW/VL/VNNI", has_avx512, ll_kernels_avx512},
+    {"avx512-base", "AVX-512 F/BW/VL/VNNI", has_avx512, ll_kernels_avx512_base},
+    {"avx2-vnni", "AVX-VNNI", has_avx2_vnni, ll_kernels_avx2_vnni},
+    {"avx2", "AVX2", ll_cpu_has_avx2, ll_kernels_avx2},
+#endif
+    {"scalar", "", has_always, NULL},
+};
+
 static void choose(void) {
     ll_init_tables();
-    const char *want = getenv("LLAMBDA_ISA");
     ll_kernels_scalar(&kernels);
-#ifdef LL_HAVE_AVX2
-    int avx2 = ll_cpu_has_avx2(), vnni = avx2 && ll_cpu_has_avx_vnni(), avx512 = avx2 && ll_cpu_has_avx512();
-    int is = want && *want, w_avx2 = is && !strcmp(want, "avx2"), w_vnni = is && !strcmp(want, "avx2-vnni");
-    int w_base = is && !strcmp(want, "avx512-base");   /* without the BF16 and GFNI kernels */
-    int w_512 = is && !strcmp(want, "avx512");
-    if (is && strcmp(want, "scalar") && !w_avx2 && !w_vnni && !w_512 && !w_base)
+    const char *want = getenv("LLAMBDA_ISA");
+    int n = (int)(sizeof sets / sizeof sets[0]), from = -1;
+    for (int i = 0; want && *want && i < n; i++)
+        if (!strcmp(want, sets[i].name)) from = i;
+    if (want && *want && from < 0)
         fprintf(stderr, "llambda: LLAMBDA_ISA=%s unknown (scalar, avx2, avx2-vnni, avx512, avx512-base); using the best available\n",
                 want);
-    if (is && !strcmp(want, "scalar")) return;
-    const char *fallback = vnni ? "avx2-vnni" : avx2 ? "avx2" : "scalar";
-    if ((w_512 || w_base) && !avx512) fprintf(stderr, "llambda: this CPU lacks AVX-512 F/BW/VL/VNNI; using %s kernels\n", fallback);
-    if (w_vnni && !vnni) fprintf(stderr, "llambda: this CPU lacks AVX-VNNI; using %s kernels\n", avx2 ? "avx2" : "scalar");
-    if (w_avx2 && !avx2) fprintf(stderr, "llambda: this CPU lacks AVX2; using scalar kernels\n");
-    if (avx512 && w_base) ll_kernels_avx512_base(&kernels);
-    else if (avx512 && !w_avx2 && !w_vnni) ll_kernels_avx512(&kernels);
-    else if (vnni && !w_avx2) ll_kernels_avx2_vnni(&kernels);
-    else if (avx2) ll_kernels_avx2(&kernels);
-#else
-    (void)want;
-#endif
+    for (int i = from < 0 ? 0 : from; i < n; i++) {
+        if ((from < 0 && !strcmp(sets[i].name, "avx512-base")) || !sets[i].has()) continue;
+        if (from >= 0 && i != from)
+            fprintf(stderr, "llambda: this CPU lacks %s; using %s kernels\n", sets[from].needs, sets[i].name);
+        if (sets[i].fill) sets[i].fill(&kernels);
+        return;
+    }
 }
 
 /* The vector kernels fetch the weight stream ahead of their loads: far enough that the
