@@ -172,6 +172,15 @@ static inline __m256i add_halves_epi32(__m512i a) { return _mm256_add_epi32(_mm5
 static inline __m256 side_by_side_hsum8(const __m512 acc[4]) {
     return _mm256_add_ps(_mm256_add_ps(add_halves(acc[0]), add_halves(acc[2])), _mm256_add_ps(add_halves(acc[1]), add_halves(acc[3])));
 }
+/* The one-token tiles that read two steps a load hold lanes m and m + 1 of eight rows side
+ * by side: acc[h][p] has lanes 4h + 2p (low half) and 4h + 2p + 1 (high half). Each row's
+ * hsum8: (l0 + l4) + (l2 + l6) gathers in the low half, (l1 + l5) + (l3 + l7) in the high. */
+static inline __m256 paired_hsum8(const __m512 acc[2][2]) {
+    return add_halves(_mm512_add_ps(_mm512_add_ps(acc[0][0], acc[1][0]), _mm512_add_ps(acc[0][1], acc[1][1])));
+}
+/* the permute that puts 32-bit element m in the low half and m + 1 in the high (lanes m
+ * and m + 1 of those tiles) */
+static inline __m512i lane_pair(int m) { return set_halves_epi32(m, m + 1); }
 #endif
 
 /* hsum8 of scalar.c: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) */
@@ -2118,7 +2127,6 @@ static void iq4_xs_packed_tile_x1(int64_t n, float *out, const block_iq4_xs_x8 *
     for (int i = 0; i < 16; i++) mag[i] = (int8_t)abs(ll_kvalues_iq4nl[i]);
     const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)mag)), m4 = _mm512_set1_epi8(0x0F);
     const __m512i b3 = _mm512_set1_epi8(0x08), b7 = _mm512_set1_epi8((char)0x80);
-    const __m512i pick[2][2] = {{set_halves_epi32(0, 1), set_halves_epi32(2, 3)}, {set_halves_epi32(4, 5), set_halves_epi32(6, 7)}};
     __m512 acc[2][2];   /* [low or high nibbles][step pair]: row lanes (g, g + 1) side by side */
     for (int h = 0; h < 2; h++) acc[h][0] = acc[h][1] = _mm512_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++, p++, y++) {
@@ -2144,7 +2152,7 @@ static void iq4_xs_packed_tile_x1(int64_t n, float *out, const block_iq4_xs_x8 *
                 for (int h = 0; h < 2; h++) {
                     __m512i v = _mm512_shuffle_epi8(table, _mm512_and_si512(h ? _mm512_srli_epi16(q, 4) : q, m4));
                     __mmask64 neg = _mm512_testn_epi8_mask(q, h ? b7 : b3);
-                    __m512i yq = _mm512_permutexvar_epi32(pick[h][gp], yv[sb]);
+                    __m512i yq = _mm512_permutexvar_epi32(lane_pair(4 * h + 2 * gp), yv[sb]);
                     __m512i ys = _mm512_mask_sub_epi8(yq, neg, _mm512_setzero_si512(), yq);
                     lane[h] = _mm512_dpwssd_epi32(lane[h], _mm512_maddubs_epi16(v, ys), ls[sb]);
                 }
@@ -2152,9 +2160,7 @@ static void iq4_xs_packed_tile_x1(int64_t n, float *out, const block_iq4_xs_x8 *
             for (int h = 0; h < 2; h++) acc[h][gp] = _mm512_fmadd_ps(d2, _mm512_cvtepi32_ps(lane[h]), acc[h][gp]);
         }
     }
-    /* ((l0 + l4) + (l2 + l6)) in the low half, ((l1 + l5) + (l3 + l7)) in the high, added */
-    __m512 e = _mm512_add_ps(acc[0][0], acc[1][0]), f = _mm512_add_ps(acc[0][1], acc[1][1]);
-    _mm256_storeu_ps(out, add_halves(_mm512_add_ps(e, f)));
+    _mm256_storeu_ps(out, paired_hsum8(acc));
 }
 #endif
 
@@ -3358,7 +3364,6 @@ static inline __attribute__((always_inline)) void q4_0_packed_tile(int64_t n, fl
 static void q4_0_packed_tile_x1(int64_t n, float *out, const block_q4_0_x8 *p, const block_q8_0 *y) {
     const int ahead = stream_ahead();
     const __m512i m4 = _mm512_set1_epi8(0x0F), b8 = _mm512_set1_epi8(8);
-    const __m512i pick[2][2] = {{set_halves_epi32(0, 1), set_halves_epi32(2, 3)}, {set_halves_epi32(4, 5), set_halves_epi32(6, 7)}};
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / 32; i++, p++, y++) {
         #pragma GCC unroll 3
@@ -3370,7 +3375,7 @@ static void q4_0_packed_tile_x1(int64_t n, float *out, const block_q4_0_x8 *p, c
         for (int kp = 0; kp < 2; kp++) {
             __m512i q = _mm512_loadu_si512(p->qs[2 * kp]);
             ONE_LOAD(q);
-            __m512i yl = _mm512_permutexvar_epi32(pick[0][kp], yv), yh = _mm512_permutexvar_epi32(pick[1][kp], yv);
+            __m512i yl = _mm512_permutexvar_epi32(lane_pair(2 * kp), yv), yh = _mm512_permutexvar_epi32(lane_pair(4 + 2 * kp), yv);
             lo = _mm512_dpbusd_epi32(lo, _mm512_and_si512(q, m4), yl);
             hi = _mm512_dpbusd_epi32(hi, _mm512_andnot_si512(m4, q), yh);
             off = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(off, b8, yl), b8, yh);   /* 8 x the four activations of a lane */
@@ -3811,7 +3816,6 @@ static inline __attribute__((always_inline)) void q5_0_packed_tile(int64_t n, fl
  * of dot_packed, 384 rows of 2048): 45.5 -> 56-58 GB/s. */
 static void q5_0_packed_tile_x1(int64_t n, float *out, const block_q5_0_x8 *p, const block_q8_0 *y) {
     const __m512i m4 = _mm512_set1_epi8(0x0F), b16 = _mm512_set1_epi8(16);
-    const __m512i pick[2][2] = {{set_halves_epi32(0, 1), set_halves_epi32(2, 3)}, {set_halves_epi32(4, 5), set_halves_epi32(6, 7)}};
     __m512 acc[2][2];   /* [low or high nibbles][step pair]: row lanes (m, m + 1) side by side */
     for (int h = 0; h < 2; h++) acc[h][0] = acc[h][1] = _mm512_setzero_ps();
     for (int64_t i = 0; i < n / 32; i++, p++, y++) {
@@ -3829,15 +3833,13 @@ static void q5_0_packed_tile_x1(int64_t n, float *out, const block_q5_0_x8 *p, c
                 memcpy(&bits, &p->qh[4 * h + 2 * kp], 8);
                 __m512i nib = _mm512_and_si512(h ? _mm512_srli_epi16(q, 4) : q, m4);
                 __m512i u = _mm512_mask_add_epi8(nib, _cvtu64_mask64(bits), nib, b16);
-                __m512i sum = _mm512_dpbusd_epi32(_mm512_permutexvar_epi32(pick[h][kp], start), u,
-                                                  _mm512_permutexvar_epi32(pick[h][kp], yq));
+                __m512i pair = lane_pair(4 * h + 2 * kp);
+                __m512i sum = _mm512_dpbusd_epi32(_mm512_permutexvar_epi32(pair, start), u, _mm512_permutexvar_epi32(pair, yq));
                 acc[h][kp] = _mm512_fmadd_ps(d2, _mm512_cvtepi32_ps(sum), acc[h][kp]);
             }
         }
     }
-    /* ((l0 + l4) + (l2 + l6)) in the low half, ((l1 + l5) + (l3 + l7)) in the high, added */
-    __m512 e = _mm512_add_ps(acc[0][0], acc[1][0]), f = _mm512_add_ps(acc[0][1], acc[1][1]);
-    _mm256_storeu_ps(out, add_halves(_mm512_add_ps(e, f)));
+    _mm256_storeu_ps(out, paired_hsum8(acc));
 }
 #endif
 
