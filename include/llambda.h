@@ -38,7 +38,8 @@ typedef enum {
 /* Message of the last error on this thread ("" if none). */
 const char *llambda_last_error(void);
 const char *llambda_status_name(llambda_status s);
-/* The kernel set in use: "scalar", "avx2" or "avx512" (LLAMBDA_ISA overrides the choice). */
+/* The kernel set in use: "scalar", "avx2", "avx2-vnni", "avx512" or "avx512-base" (LLAMBDA_ISA
+ * overrides the choice). */
 const char *llambda_isa(void);
 
 /* ------------------------------------------------------------------ tensor types */
