@@ -315,7 +315,8 @@ static void test_norm_add_lanes(void) {
     CHECK(!memcmp(y, z, sizeof y), "a norm in place differs from one into another buffer");
 }
 
-static int vector_sets(ll_kernels sets[4]);   /* below */
+enum { MAX_SETS = 4 };   /* the vector kernel sets one CPU can have: avx2, avx2-vnni, avx512, avx512-base */
+static int vector_sets(ll_kernels sets[MAX_SETS]);   /* below */
 
 /* The prefetch distance (dispatch.c) follows the rate decode sets stream at, stays within
  * its two ends in whole lines, and only moves when bytes arrive: every kernel gives the
@@ -338,7 +339,7 @@ static void test_stream_ahead(const ll_kernels *scalar) {
     const int types[] = {LLAMBDA_TYPE_Q4_K, LLAMBDA_TYPE_Q5_K, LLAMBDA_TYPE_Q6_K, LLAMBDA_TYPE_Q8_0,
                          LLAMBDA_TYPE_Q4_0, LLAMBDA_TYPE_IQ4_XS, LLAMBDA_TYPE_F16, LLAMBDA_TYPE_BF16};
     const int dists[] = {4096, 6144, 1 << 24};
-    ll_kernels sets[4];
+    ll_kernels sets[MAX_SETS];
     int ns = vector_sets(sets);
     for (int d = 0; d < 3; d++) {
         atomic_store(&ll_stream_ahead_bytes, dists[d]);
@@ -392,7 +393,7 @@ static void test_decode_plan(void) {
 
 /* The vector kernel sets this CPU has (none off x86), each over the scalar table as the
  * dispatcher builds them; returns how many. */
-static int vector_sets(ll_kernels sets[4]) {
+static int vector_sets(ll_kernels sets[MAX_SETS]) {
     int n = 0;
 #ifdef LL_HAVE_AVX2
     if (ll_cpu_has_avx2()) { ll_kernels_scalar(&sets[n]); ll_kernels_avx2(&sets[n++]); }
@@ -485,7 +486,7 @@ int main(void) {
             printf("  this CPU has no AVX512_BF16: the lane is checked against the kernels only\n");
 #endif
         /* every kernel set this CPU has, against the scalar bits, in ordinary and tiny ranges */
-        ll_kernels sets[5] = {scalar};
+        ll_kernels sets[1 + MAX_SETS] = {scalar};
         int ns = 1 + vector_sets(sets + 1);
         const int ranges[][2] = {{100, 150}, {0, 10}, {56, 66}, {0, 254}};
         for (int v = 0; v < ns; v++)
@@ -548,7 +549,7 @@ int main(void) {
     TEST("kernels: every ISA's expf gives the C library's bits (a sweep of all floats)") {
         enum { N = 4096 };
         static float x[N], want[N], got[N];
-        ll_kernels kk[5] = {scalar};
+        ll_kernels kk[1 + MAX_SETS] = {scalar};
         int nk = 1 + vector_sets(kk + 1);
 #if defined(LL_HAVE_AVX2) && defined(__GLIBC__)
         for (int v = 1; v < nk; v++)   /* this libm is the one the vector path follows: it must be on */
@@ -578,7 +579,7 @@ int main(void) {
         CHECK(isfinite(want[0]) && want[1] != g[1], "scalar SwiGLU did nothing");
 #ifdef LL_HAVE_AVX2
         float got[N];
-        ll_kernels kk[4];
+        ll_kernels kk[MAX_SETS];
         int nk = vector_sets(kk);
         for (int v = 0; v < nk; v++) {
             memcpy(got, g, sizeof g);
@@ -596,7 +597,7 @@ int main(void) {
         x[3] = NAN; x[9] = INFINITY; x[10] = -INFINITY; x[11] = 65520.f; x[12] = 5.96e-8f; x[13] = -0.0f;
         x[14] = 1.f + 1.f / 256.f; x[15] = -(1.f + 3.f / 256.f); x[16] = 3.3961e38f;   /* bf16 ties; rounds up to infinity */
 #ifdef LL_HAVE_AVX2
-        ll_kernels kk[4];
+        ll_kernels kk[MAX_SETS];
         int nk = vector_sets(kk);
         const int types[] = {LLAMBDA_TYPE_F16, LL_ACT_F16_AS_F32, LLAMBDA_TYPE_BF16, LLAMBDA_TYPE_Q8_0, LLAMBDA_TYPE_Q8_K};
         const char *names[] = {"f16", "f16 held as f32", "bf16", "Q8_0", "Q8_K"};
@@ -706,7 +707,7 @@ int main(void) {
             scalar.silu(y1, x + i, 1);
             CHECK(!memcmp(&e, y0, 4) && !memcmp(&si, y1, 4), "scalar exp/silu differ from ll_exp_simd at %d", i);
         }
-        ll_kernels ks[4];
+        ll_kernels ks[MAX_SETS];
         int nk = vector_sets(ks);
         for (int q = 0; q < nk; q++)
             for (int n = 1; n <= N; n += 29) {   /* lengths with and without a tail */
@@ -734,7 +735,7 @@ int main(void) {
         x[3] = NAN; x[17] = -NAN; x[20] = INFINITY; x[33] = -INFINITY; x[36] = NAN;
         CHECK(isnan(ll_exp_simd(NAN)) && isnan(ll_exp_simd(-NAN)), "ll_exp_simd(NaN) is not NaN");
         CHECK(ll_exp_simd(INFINITY) == INFINITY && ll_exp_simd(-INFINITY) == 0.0f, "ll_exp_simd(+-inf) is not inf, 0");
-        ll_kernels ks[5] = {scalar};
+        ll_kernels ks[1 + MAX_SETS] = {scalar};
         int nk = 1 + vector_sets(ks + 1);
         for (int q = 0; q < nk; q++) {
             ks[q].exp_shifted(y, x, 0.5f, N);
@@ -756,7 +757,7 @@ int main(void) {
         for (int i = 0; i < N; i++) { float r = x[i] > 0 ? x[i] : 0.0f; want[i] = r * r; }
         CHECK(want[1] == 0 && !signbit(want[5]) && want[9] == INFINITY && want[10] == 0 && want[12] == 0 && want[14] > 0,
               "the reference squared ReLU is off");
-        ll_kernels ks[5] = {scalar};
+        ll_kernels ks[1 + MAX_SETS] = {scalar};
         int nk = 1 + vector_sets(ks + 1);
         for (int q = 0; q < nk; q++)
             for (int n = 0; n <= N; n += 11) {   /* with and without a tail */
@@ -794,7 +795,7 @@ int main(void) {
         enum { HMAX = 80 };
         float v0[2 * HMAX], v1[2 * HMAX], want[2 * HMAX], cs[2 * HMAX];
         const int halves[] = {32, 64, 16, 3, 13, 20, 36};
-        ll_kernels ks[4];
+        ll_kernels ks[MAX_SETS];
         int nk = vector_sets(ks), bad = 0;
         for (int hi = 0; hi < 7; hi++)
             for (int neox = 0; neox < 2; neox++) {
@@ -885,7 +886,7 @@ int main(void) {
                     CHECK(isfinite(want[0]), "scalar attention gave %g", want[0]);
 #ifdef LL_HAVE_AVX2
                     static float got[4 * 512];
-                    ll_kernels kk[4];
+                    ll_kernels kk[MAX_SETS];
                     int nk = vector_sets(kk);
                     for (int v = 0; v < nk; v++) {
                         kk[v].attend_f16(q16, K + D, V + D, W, D, nh, first, n, RING, 0.125f, acc16, got);
@@ -921,7 +922,7 @@ int main(void) {
                     for (int i = 0; i < nh * D; i++) q16[i] = ll_fp32_to_fp16(i % 7 == 0 ? 0.f : frand() * 3.f);
                     ll_attend_f16_scalar(q16, K + D, V + D, W, D, nh, 7, n, RING, 0.125f, acc16, want);
 #ifdef LL_HAVE_AVX2
-                    ll_kernels kk[4];
+                    ll_kernels kk[MAX_SETS];
                     int nk = vector_sets(kk);
                     for (int v = 0; v < nk; v++) {
                         kk[v].attend_f16(q16, K + D, V + D, W, D, nh, 7, n, RING, 0.125f, acc16, got);
@@ -997,7 +998,7 @@ int main(void) {
             float want[4][8], got[4][8];
             for (int t = 0; t < 4; t++)
                 for (int r = 0; r < 8; r++) scalar.vec_dot[type](NN, &want[t][r], (const uint8_t *)w + r * wrow, xq[t]);
-            ll_kernels kk[4];
+            ll_kernels kk[MAX_SETS];
             int nk = vector_sets(kk);
             for (int v = 0; v < nk; v++) {
                 if (!kk[v].pack_x8[type]) continue;

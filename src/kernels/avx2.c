@@ -2123,9 +2123,8 @@ static inline __attribute__((always_inline)) void iq4_xs_packed_tile(int64_t n, 
  * 2048): 32 -> 48 GB/s. */
 static void iq4_xs_packed_tile_x1(int64_t n, float *out, const block_iq4_xs_x8 *p, const block_q8_K *y) {
     const int ahead = stream_ahead();
-    int8_t mag[16];
-    for (int i = 0; i < 16; i++) mag[i] = (int8_t)abs(ll_kvalues_iq4nl[i]);
-    const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)mag)), m4 = _mm512_set1_epi8(0x0F);
+    const __m512i table = _mm512_abs_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)ll_kvalues_iq4nl)));   /* |value| */
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
     const __m512i b3 = _mm512_set1_epi8(0x08), b7 = _mm512_set1_epi8((char)0x80);
     __m512 acc[2][2];   /* [low or high nibbles][step pair]: row lanes (g, g + 1) side by side */
     for (int h = 0; h < 2; h++) acc[h][0] = acc[h][1] = _mm512_setzero_ps();
@@ -2815,10 +2814,11 @@ static inline __m512i gf_affine(__m512i x, __m512i a) {
     __asm__("vgf2p8affineqb $0, %2, %1, %0" : "=v"(r) : "v"(x), "v"(a));
     return r;
 }
-/* the matrix that moves input bit b to output bit 4 */
+/* matrix rows: input bit b to output bit 4 (byte 3), to output bit 5 (byte 2), and input
+ * bits 4-7 to output bits 0-3 (bytes 7-4); a matrix is the or of its rows */
 #define GF_BIT_TO_4(b) ((1ull << (b)) << 24)
-/* the one that moves the high nibble to the low and input bit b to bit 4 */
-#define GF_HIGH_NIBBLE_AND_BIT(b) (0x1020408000000000ull | GF_BIT_TO_4(b))
+#define GF_BIT_TO_5(b) ((1ull << (b)) << 16)
+#define GF_HIGH_NIBBLE_DOWN 0x1020408000000000ull
 
 /* 64-bit matrices a half: a in the low 256 bits, b in the high */
 static inline __m512i gf_halves(unsigned long long a, unsigned long long b) {
@@ -2833,10 +2833,10 @@ static inline __m512i gf_halves(unsigned long long a, unsigned long long b) {
 static inline __attribute__((always_inline)) void q6_K_quants(__m512i L, __m512i H, const int gf, __m512i *v01, __m512i *v23) {
     const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
     if (gf) {
-        /* output bits 4 and 5 are matrix bytes 3 and 2; bits 0-3, bytes 7-4 */
-        *v01 = _mm512_ternarylogic_epi32(L, gf_affine(H, gf_halves(0x01020000, 0x04080000)), m4, 0xE4);
-        *v23 = _mm512_or_si512(gf_affine(L, _mm512_set1_epi64((long long)0x1020408000000000ull)),
-                               gf_affine(H, gf_halves(0x10200000, 0x40800000)));
+        *v01 = _mm512_ternarylogic_epi32(
+            L, gf_affine(H, gf_halves(GF_BIT_TO_4(0) | GF_BIT_TO_5(1), GF_BIT_TO_4(2) | GF_BIT_TO_5(3))), m4, 0xE4);
+        *v23 = _mm512_or_si512(gf_affine(L, _mm512_set1_epi64((long long)GF_HIGH_NIBBLE_DOWN)),
+                               gf_affine(H, gf_halves(GF_BIT_TO_4(4) | GF_BIT_TO_5(5), GF_BIT_TO_4(6) | GF_BIT_TO_5(7))));
         return;
     }
     const __m512i up42 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);   /* qh shifts, groups 4h | 4h+1 */
@@ -3517,7 +3517,7 @@ static inline __attribute__((always_inline)) void q5_K_quants(__m512i q, __m512i
         /* ternary logic 0xE4: the first operand where the third is set, else the second */
         *lo = _mm512_ternarylogic_epi32(q, gf_affine(h, _mm512_set1_epi64((long long)GF_BIT_TO_4(2 * j))), m4, 0xE4);
         *hi = gf_affine(_mm512_ternarylogic_epi32(q, j < 2 ? h : hs, m4, 0xD8),   /* 0xD8: the second where the third is set */
-                        _mm512_set1_epi64((long long)GF_HIGH_NIBBLE_AND_BIT(j % 2 ? 3 : 1)));
+                        _mm512_set1_epi64((long long)(GF_HIGH_NIBBLE_DOWN | GF_BIT_TO_4(j % 2 ? 3 : 1))));
         return;
     }
     (void)hs;
