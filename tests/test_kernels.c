@@ -14,52 +14,52 @@ static float frand(void) {
 
 enum { ROWS = 8, TOKS = 4, COLS = 1024 };
 
-/* rows x COLS weights of `type` and TOKS activation rows converted to its vec_dot_type */
-static void compare(const ll_kernels *ref, const ll_kernels *k, int type) {
+/* rows x cols weights of `type` and TOKS activation rows converted to its vec_dot_type */
+static void compare_at(const ll_kernels *ref, const ll_kernels *k, int type, int cols) {
     const llambda_type_traits *t = llambda_type_get(type);
     int vdt = ll_vec_dot_type(type);
-    size_t wrow = (size_t)llambda_type_row_bytes(type, COLS), xrow = (size_t)ll_act_row_bytes(vdt, COLS);
+    size_t wrow = (size_t)llambda_type_row_bytes(type, cols), xrow = (size_t)ll_act_row_bytes(vdt, cols);
     uint8_t *w = malloc(wrow * 2 * ROWS), *x = malloc(xrow * TOKS);   /* 16 rows: two tiles for the pair kernels */
-    float *f = malloc(sizeof(float) * COLS);
+    float *f = malloc(sizeof(float) * cols);
     for (int r = 0; r < 2 * ROWS; r++) {
-        for (int i = 0; i < COLS; i++) f[i] = frand() * (i % 61 == 0 ? 6.f : 1.f);
-        t->quantize_row(f, w + (size_t)r * wrow, COLS);
+        for (int i = 0; i < cols; i++) f[i] = frand() * (i % 61 == 0 ? 6.f : 1.f);
+        t->quantize_row(f, w + (size_t)r * wrow, cols);
     }
     for (int s = 0; s < TOKS; s++) {
-        for (int i = 0; i < COLS; i++) f[i] = frand() * 3.f;
-        k->from_float[vdt](f, x + (size_t)s * xrow, COLS);
+        for (int i = 0; i < cols; i++) f[i] = frand() * 3.f;
+        k->from_float[vdt](f, x + (size_t)s * xrow, cols);
     }
     float want[TOKS][ROWS], got[TOKS][ROWS];
     int bad = 0;
     for (int s = 0; s < TOKS; s++)
         for (int r = 0; r < ROWS; r++) {
-            ref->vec_dot[type](COLS, &want[s][r], w + (size_t)r * wrow, x + (size_t)s * xrow);
+            ref->vec_dot[type](cols, &want[s][r], w + (size_t)r * wrow, x + (size_t)s * xrow);
             float v;
-            k->vec_dot[type](COLS, &v, w + (size_t)r * wrow, x + (size_t)s * xrow);
+            k->vec_dot[type](cols, &v, w + (size_t)r * wrow, x + (size_t)s * xrow);
             bad += memcmp(&v, &want[s][r], sizeof v) != 0;
         }
     CHECK(!bad, "%s: %s vec_dot differs from scalar in %d of %d elements", t->name, k->isa, bad, ROWS * TOKS);
     if (k->vec_dot_x8[type]) {
         bad = 0;
         for (int s = 0; s < TOKS; s++) {
-            k->vec_dot_x8[type](COLS, got[s], w, wrow, x + (size_t)s * xrow);
+            k->vec_dot_x8[type](cols, got[s], w, wrow, x + (size_t)s * xrow);
             bad += memcmp(got[s], want[s], sizeof got[s]) != 0;
         }
         CHECK(!bad, "%s: %s 8-row kernel differs from the single-row one", t->name, k->isa);
     }
     if (k->vec_dot_x8_t4[type]) {
         memset(got, 0, sizeof got);
-        k->vec_dot_x8_t4[type](COLS, &got[0][0], ROWS, w, wrow, x, xrow);
+        k->vec_dot_x8_t4[type](cols, &got[0][0], ROWS, w, wrow, x, xrow);
         CHECK(memcmp(got, want, sizeof got) == 0, "%s: %s 8-row x 4-token kernel differs from the single-row one",
               t->name, k->isa);
     }
     if (k->pack_x8[type]) {
-        size_t size = k->pack_x8[type](COLS, w, wrow, NULL);
+        size_t size = k->pack_x8[type](cols, w, wrow, NULL);
         uint8_t *packed = malloc(size);
-        CHECK(k->pack_x8[type](COLS, w, wrow, packed) == size, "%s: packed size changed", t->name);
+        CHECK(k->pack_x8[type](cols, w, wrow, packed) == size, "%s: packed size changed", t->name);
         for (int nt = 1; nt <= TOKS; nt++) {
             memset(got, 0, sizeof got);
-            k->dot_packed[type](COLS, &got[0][0], ROWS, packed, x, xrow, nt);
+            k->dot_packed[type](cols, &got[0][0], ROWS, packed, x, xrow, nt);
             CHECK(memcmp(got, want, sizeof got[0] * (size_t)nt) == 0, "%s: %s repacked tile (%d tokens) differs from the single-row kernel",
                   t->name, k->isa, nt);
         }
@@ -68,20 +68,27 @@ static void compare(const ll_kernels *ref, const ll_kernels *k, int type) {
     if (k->dot_packed2[type]) {   /* two adjacent packed tiles, 16 rows */
         float want2[TOKS][2 * ROWS], got2[TOKS][2 * ROWS];
         for (int s = 0; s < TOKS; s++)
-            for (int r = 0; r < 2 * ROWS; r++) ref->vec_dot[type](COLS, &want2[s][r], w + (size_t)r * wrow, x + (size_t)s * xrow);
-        size_t size = k->pack_x8[type](COLS, w, wrow, NULL);
+            for (int r = 0; r < 2 * ROWS; r++) ref->vec_dot[type](cols, &want2[s][r], w + (size_t)r * wrow, x + (size_t)s * xrow);
+        size_t size = k->pack_x8[type](cols, w, wrow, NULL);
         uint8_t *packed = malloc(2 * size);
-        k->pack_x8[type](COLS, w, wrow, packed);
-        k->pack_x8[type](COLS, w + ROWS * wrow, wrow, packed + size);
+        k->pack_x8[type](cols, w, wrow, packed);
+        k->pack_x8[type](cols, w + ROWS * wrow, wrow, packed + size);
         for (int nt = 1; nt <= TOKS; nt++) {
             memset(got2, 0, sizeof got2);
-            k->dot_packed2[type](COLS, &got2[0][0], 2 * ROWS, packed, x, xrow, nt);
+            k->dot_packed2[type](cols, &got2[0][0], 2 * ROWS, packed, x, xrow, nt);
             CHECK(memcmp(got2, want2, sizeof got2[0] * (size_t)nt) == 0, "%s: %s pair of repacked tiles (%d tokens) differs from the single-row kernel",
                   t->name, k->isa, nt);
         }
         free(packed);
     }
     free(w); free(x); free(f);
+}
+
+/* whole groups of blocks, and a width whose blocks leave a group part-filled (the
+ * AVX-512 Q8_0 tile keeps its blocks four to a group) */
+static void compare(const ll_kernels *ref, const ll_kernels *k, int type) {
+    compare_at(ref, k, type, COLS);
+    compare_at(ref, k, type, COLS + 3 * (int)llambda_type_get(type)->block_elems);
 }
 
 #ifdef LL_HAVE_AVX2   /* only the x86 sets have prompt kernels for float weights */
