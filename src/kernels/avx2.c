@@ -3189,8 +3189,8 @@ static void q8_0_packed_rows(int64_t n, float *out, const uint8_t *tile, const b
     __m512 acc[4];
     #pragma GCC unroll 4
     for (int p = 0; p < 4; p++) acc[p] = _mm512_setzero_ps();
-    /* The weight stream fetched PREFETCH_AHEAD on, as the other one-token kernels do (the
-     * 272-byte block's five lines). Session 13 measured the hardware prefetcher alone as
+    /* The weight stream fetched PREFETCH_AHEAD on, as the other one-token kernels do (a
+     * block's four lines of quants, a group's line of scales). Session 13 measured the hardware prefetcher alone as
      * faster (llama-3.2-1b Q8_0 tg64 31.6 -> 34.4 t/s); session 17, same machine kind,
      * alternating tg64 with the prefetch and without: llama-3.2-1b Q8_0 eight pairs of nine
      * for it (five-pair medians 29.7 vs 26.5), Nemotron twelve of fifteen (its 374 MB Q8_0
