@@ -167,11 +167,6 @@ static inline __m256 add_halves(__m512 a) {
     return _mm256_add_ps(_mm512_castps512_ps256(a), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
 }
 static inline __m256i add_halves_epi32(__m512i a) { return _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1)); }
-/* The one-token tiles that hold lanes m and m + 4 of eight rows side by side (acc[m], m =
- * 0..3): each row's hsum8, ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)). */
-static inline __m256 side_by_side_hsum8(const __m512 acc[4]) {
-    return _mm256_add_ps(_mm256_add_ps(add_halves(acc[0]), add_halves(acc[2])), _mm256_add_ps(add_halves(acc[1]), add_halves(acc[3])));
-}
 /* The one-token tiles that read two steps a load hold lanes m and m + 1 of eight rows side
  * by side: acc[h][p] has lanes 4h + 2p (low half) and 4h + 2p + 1 (high half). Each row's
  * hsum8: (l0 + l4) + (l2 + l6) gathers in the low half, (l1 + l5) + (l3 + l7) in the high. */

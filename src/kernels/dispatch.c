@@ -16,6 +16,7 @@ typedef struct {
     const char *name, *needs;
     int (*has)(void);
     void (*fill)(ll_kernels *k);   /* over the scalar set; NULL: the scalar set itself */
+    int by_name_only;              /* never the default, only LLAMBDA_ISA chooses it */
 } kernel_set;
 
 static int has_always(void) { return 1; }
@@ -26,12 +27,12 @@ static int has_avx2_vnni(void) { return ll_cpu_has_avx2() && ll_cpu_has_avx_vnni
 
 static const kernel_set sets[] = {
 #ifdef LL_HAVE_AVX2
-    {"avx512", "AVX-512 F/BW/VL/VNNI", has_avx512, ll_kernels_avx512},
-    {"avx512-base", "AVX-512 F/BW/VL/VNNI", has_avx512, ll_kernels_avx512_base},
-    {"avx2-vnni", "AVX-VNNI", has_avx2_vnni, ll_kernels_avx2_vnni},
-    {"avx2", "AVX2", ll_cpu_has_avx2, ll_kernels_avx2},
+    {"avx512", "AVX-512 F/BW/VL/VNNI", has_avx512, ll_kernels_avx512, 0},
+    {"avx512-base", "AVX-512 F/BW/VL/VNNI", has_avx512, ll_kernels_avx512_base, 1},
+    {"avx2-vnni", "AVX-VNNI", has_avx2_vnni, ll_kernels_avx2_vnni, 0},
+    {"avx2", "AVX2", ll_cpu_has_avx2, ll_kernels_avx2, 0},
 #endif
-    {"scalar", "", has_always, NULL},
+    {"scalar", "", has_always, NULL, 0},
 };
 
 static void choose(void) {
@@ -41,11 +42,14 @@ static void choose(void) {
     int n = (int)(sizeof sets / sizeof sets[0]), from = -1;
     for (int i = 0; want && *want && i < n; i++)
         if (!strcmp(want, sets[i].name)) from = i;
-    if (want && *want && from < 0)
-        fprintf(stderr, "llambda: LLAMBDA_ISA=%s unknown (scalar, avx2, avx2-vnni, avx512, avx512-base); using the best available\n",
-                want);
+    if (want && *want && from < 0) {   /* the names this build knows, from the table */
+        char names[128] = "";
+        for (int i = n - 1; i >= 0; i--)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i < n - 1 ? ", " : "", sets[i].name);
+        fprintf(stderr, "llambda: LLAMBDA_ISA=%s unknown (%s); using the best available\n", want, names);
+    }
     for (int i = from < 0 ? 0 : from; i < n; i++) {
-        if ((from < 0 && !strcmp(sets[i].name, "avx512-base")) || !sets[i].has()) continue;
+        if ((from < 0 && sets[i].by_name_only) || !sets[i].has()) continue;
         if (from >= 0 && i != from)
             fprintf(stderr, "llambda: this CPU lacks %s; using %s kernels\n", sets[from].needs, sets[i].name);
         if (sets[i].fill) sets[i].fill(&kernels);
