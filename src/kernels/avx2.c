@@ -3184,14 +3184,15 @@ static void q8_0_packed_rows(int64_t n, float *out, const uint8_t *tile, const b
     __m512 acc[4];
     #pragma GCC unroll 4
     for (int p = 0; p < 4; p++) acc[p] = _mm512_setzero_ps();
-    /* The weight stream fetched PREFETCH_AHEAD on, as the other one-token kernels do (a
-     * block's four lines of quants, a group's line of scales). Session 13 measured the hardware prefetcher alone as
-     * faster (llama-3.2-1b Q8_0 tg64 31.6 -> 34.4 t/s); session 17, same machine kind,
-     * alternating tg64 with the prefetch and without: llama-3.2-1b Q8_0 eight pairs of nine
-     * for it (five-pair medians 29.7 vs 26.5), Nemotron twelve of fifteen (its 374 MB Q8_0
-     * head alone, bench-proj, 50 -> 57 GB/s), after four pairs the other way earlier the same
-     * day. The host's state decides; re-measure before changing it back. The fetches go with
-     * the row pairs' loads (prefetch_tile), not in a burst before the block. */
+    /* The weight stream fetched stream_ahead on, as the other one-token kernels do (a
+     * block's four lines of quants, a group's line of scales). Session 13 measured the
+     * hardware prefetcher alone as faster (llama-3.2-1b Q8_0 tg64 31.6 -> 34.4 t/s); session
+     * 17, same machine kind, alternating tg64 with the prefetch and without: llama-3.2-1b
+     * Q8_0 eight pairs of nine for it (five-pair medians 29.7 vs 26.5), Nemotron twelve of
+     * fifteen (its 374 MB Q8_0 head alone, bench-proj, 50 -> 57 GB/s), after four pairs the
+     * other way earlier the same day. The host's state decides; re-measure before changing
+     * it back. The fetches go with the row pairs' loads (prefetch_tile), not in a burst
+     * before the block. */
     for (int64_t g = 0; g < nb; g += Q8_0_GROUP) {
         const int kg = q8_0_group_blocks(nb, g);
         const uint8_t *qs = tile + (size_t)g * Q8_0_X8_BYTES, *d = qs + kg * Q8_0_X8_QS;
