@@ -1024,6 +1024,41 @@ int main(void) {
                   llambda_type_get(type)->name, (double)want[0][0]);
         }
     }
+    TEST("kernels: Q4_0 tiles at the integer extremes (every nibble 15, activations -128 and 127)") {
+        /* the AVX2 set holds a block's eight steps as int16 pairs: 8 x 2 x 15 x 128 = 30720 at most */
+        enum { NB = 8, NN = NB * 32 };
+        block_q8_0 xq[4][NB];
+        for (int t = 0; t < 4; t++)
+            for (int b = 0; b < NB; b++) {
+                xq[t][b].d = 0x3C00;
+                for (int i = 0; i < 32; i++)
+                    xq[t][b].qs[i] = (int8_t)(t == 0 ? -128 : t == 1 ? 127 : t == 2 ? ((i / 4) % 2 ? 127 : -128) : (i % 2 ? -128 : 127));
+            }
+        block_q4_0 w[8][NB];
+        for (int r = 0; r < 8; r++)   /* rows 0-3 at the top throughout, 4-7 mixed */
+            for (int b = 0; b < NB; b++) {
+                w[r][b].d = 0x3C00;
+                for (int j = 0; j < 16; j++) w[r][b].qs[j] = r < 4 ? 0xFF : (uint8_t)(j % 3 ? 0xFF : 0x0F * (r & 1));
+            }
+        float want[4][8], got[4][8];
+        for (int t = 0; t < 4; t++)
+            for (int r = 0; r < 8; r++) scalar.vec_dot[LLAMBDA_TYPE_Q4_0](NN, &want[t][r], w[r], xq[t]);
+        ll_kernels kk[MAX_SETS];
+        int nk = vector_sets(kk);
+        for (int v = 0; v < nk; v++) {
+            if (!kk[v].pack_x8[LLAMBDA_TYPE_Q4_0]) continue;
+            size_t size = kk[v].pack_x8[LLAMBDA_TYPE_Q4_0](NN, w, sizeof w[0], NULL);
+            uint8_t *packed = malloc(size);
+            kk[v].pack_x8[LLAMBDA_TYPE_Q4_0](NN, w, sizeof w[0], packed);
+            for (int nt = 1; nt <= 4; nt++) {
+                memset(got, 0, sizeof got);
+                kk[v].dot_packed[LLAMBDA_TYPE_Q4_0](NN, &got[0][0], 8, packed, xq, sizeof xq[0], nt);
+                CHECK(!memcmp(got, want, sizeof got[0] * (size_t)nt), "%s: Q4_0 tile (%d tokens) differs at the extremes", kk[v].isa, nt);
+            }
+            free(packed);
+        }
+        CHECK(want[0][0] == -(float)(7 * 128 * NN), "Q4_0: the extreme row's dot is %g", (double)want[0][0]);
+    }
     TEST("kernels: the prefill tiles exist for the main quant types") {
         CHECK(n >= 10, "only %d weight types tested", n);
 #ifdef LL_HAVE_AVX2
