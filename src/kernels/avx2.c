@@ -91,7 +91,7 @@ int ll_cpu_has_avx2(void) { return ll_cpu_has_avx2_base(); }
  * The 4-bit quant tiles keep up to eight steps in the int16 pairs instead (a pair is
  * within 2 x 15 x 128, eight of them within 30720: no saturation) and widen them once,
  * with the scale where there is one: the same integers, half the multiplies. One thread,
- * a Q4_K projection from cache (2048 x 2048), 35 -> 44 GB/s. */
+ * a Q4_K projection from cache (2048 x 2048), 35 -> 41-44 GB/s. */
 #define NIBBLE_SUMS16 1
 #define DOT_U8I8_4(u, s) _mm256_madd_epi16(_mm256_maddubs_epi16((u), (s)), _mm256_set1_epi16(1))
 #define ACC_MADD16(acc, a, b) _mm256_add_epi32((acc), _mm256_madd_epi16((a), (b)))
@@ -3708,8 +3708,8 @@ static inline __attribute__((always_inline)) void q5_K_r8_tile(int64_t n, float 
         /* Not unrolled: unrolled four times the one-token loop was 4.5 KB of code (its
          * accumulators spill either way), and its speed hung on where the linker put it: one
          * thread from cache 29-32 GB/s, 16-18 after an edit elsewhere in this file moved it,
-         * 32 again with the function at a 4 KiB boundary. Rolled it reads 31-33 there and
-         * at its default place; prompts even (pp512, 93-95 t/s both). */
+         * 32 again with the function at a 4 KiB boundary. Rolled it reads 32-33 there and
+         * 27-32 at its default place; prompts even (pp512, 93-95 t/s both). */
         #pragma GCC unroll 1
         for (int st = 0; st < 4; st++) {
             #pragma GCC unroll 6
