@@ -328,6 +328,28 @@ static int vector_sets(ll_kernels sets[MAX_SETS]);   /* below */
 /* The prefetch distance (dispatch.c) follows the rate decode sets stream at, stays within
  * its two ends in whole lines, and only moves when bytes arrive: every kernel gives the
  * same bits at either end and far past its buffers (a prefetch never faults). */
+/* Every set's repacked tile for type, 1-4 tokens (x_stride apart), against want[token][row]
+ * (the scalar kernel's eight rows of w): bits equal at the integer extremes. */
+static void check_tiles_at_extremes(int type, int n, const void *w, size_t wrow, const void *xq, size_t x_stride,
+                                    const float want[4][8]) {
+    ll_kernels kk[MAX_SETS];
+    int nk = vector_sets(kk);
+    for (int v = 0; v < nk; v++) {
+        if (!kk[v].pack_x8[type]) continue;
+        size_t size = kk[v].pack_x8[type](n, w, wrow, NULL);
+        uint8_t *packed = malloc(size);
+        kk[v].pack_x8[type](n, w, wrow, packed);
+        for (int nt = 1; nt <= 4; nt++) {
+            float got[4][8];
+            memset(got, 0, sizeof got);
+            kk[v].dot_packed[type](n, &got[0][0], 8, packed, xq, x_stride, nt);
+            CHECK(!memcmp(got, want, sizeof got[0] * (size_t)nt), "%s: %s tile (%d tokens) differs at the extremes", kk[v].isa,
+                  llambda_type_get(type)->name, nt);
+        }
+        free(packed);
+    }
+}
+
 static int ahead_after(double gbs_a_thread) {   /* sets of two threads, a millisecond each */
     for (int i = 0; i < 200; i++) ll_note_stream_rate((int64_t)(gbs_a_thread * 2e6), 1e-3, 2);
     return atomic_load(&ll_stream_ahead_bytes);
@@ -1002,24 +1024,10 @@ int main(void) {
                 }
             const void *w = ti ? (const void *)w5 : (const void *)w4;
             size_t wrow = ti ? sizeof w5[0] : sizeof w4[0];
-            float want[4][8], got[4][8];
+            float want[4][8];
             for (int t = 0; t < 4; t++)
                 for (int r = 0; r < 8; r++) scalar.vec_dot[type](NN, &want[t][r], (const uint8_t *)w + r * wrow, xq[t]);
-            ll_kernels kk[MAX_SETS];
-            int nk = vector_sets(kk);
-            for (int v = 0; v < nk; v++) {
-                if (!kk[v].pack_x8[type]) continue;
-                size_t size = kk[v].pack_x8[type](NN, w, wrow, NULL);
-                uint8_t *packed = malloc(size);
-                kk[v].pack_x8[type](NN, w, wrow, packed);
-                for (int nt = 1; nt <= 4; nt++) {
-                    memset(got, 0, sizeof got);
-                    kk[v].dot_packed[type](NN, &got[0][0], 8, packed, xq, sizeof xq[0], nt);
-                    CHECK(!memcmp(got, want, sizeof got[0] * (size_t)nt), "%s: %s tile (%d tokens) differs at the extremes", kk[v].isa,
-                          llambda_type_get(type)->name, nt);
-                }
-                free(packed);
-            }
+            check_tiles_at_extremes(type, NN, w, wrow, xq, sizeof xq[0], want);
             CHECK(want[0][0] == -(float)(63 * top * 128 * NN) - -(float)(63 * 128 * NN), "%s: the extreme row's dot is %g",
                   llambda_type_get(type)->name, (double)want[0][0]);
         }
@@ -1040,23 +1048,10 @@ int main(void) {
                 w[r][b].d = 0x3C00;
                 for (int j = 0; j < 16; j++) w[r][b].qs[j] = r < 4 ? 0xFF : (uint8_t)(j % 3 ? 0xFF : 0x0F * (r & 1));
             }
-        float want[4][8], got[4][8];
+        float want[4][8];
         for (int t = 0; t < 4; t++)
             for (int r = 0; r < 8; r++) scalar.vec_dot[LLAMBDA_TYPE_Q4_0](NN, &want[t][r], w[r], xq[t]);
-        ll_kernels kk[MAX_SETS];
-        int nk = vector_sets(kk);
-        for (int v = 0; v < nk; v++) {
-            if (!kk[v].pack_x8[LLAMBDA_TYPE_Q4_0]) continue;
-            size_t size = kk[v].pack_x8[LLAMBDA_TYPE_Q4_0](NN, w, sizeof w[0], NULL);
-            uint8_t *packed = malloc(size);
-            kk[v].pack_x8[LLAMBDA_TYPE_Q4_0](NN, w, sizeof w[0], packed);
-            for (int nt = 1; nt <= 4; nt++) {
-                memset(got, 0, sizeof got);
-                kk[v].dot_packed[LLAMBDA_TYPE_Q4_0](NN, &got[0][0], 8, packed, xq, sizeof xq[0], nt);
-                CHECK(!memcmp(got, want, sizeof got[0] * (size_t)nt), "%s: Q4_0 tile (%d tokens) differs at the extremes", kk[v].isa, nt);
-            }
-            free(packed);
-        }
+        check_tiles_at_extremes(LLAMBDA_TYPE_Q4_0, NN, w, sizeof w[0], xq, sizeof xq[0], want);
         CHECK(want[0][0] == -(float)(7 * 128 * NN), "Q4_0: the extreme row's dot is %g", (double)want[0][0]);
     }
     TEST("kernels: the prefill tiles exist for the main quant types") {

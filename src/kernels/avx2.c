@@ -62,31 +62,18 @@ int ll_cpu_has_avx2(void) { return ll_cpu_has_avx2_base(); }
 #define ACC_MADD16(acc, a, b) _mm256_dpwssd_epi32((acc), (a), (b))
 /* acc + lane m: u[4m..4m+3] · s[4m..4m+3] */
 #define ACC_DOT_U8I8_4(acc, u, s) _mm256_dpbusd_epi32((acc), (u), (s))
-/* The high nibbles of packed 4-bit quants for DOT_U8I8_4 left in place, 16 times their
- * value (one AND instead of a shift and an AND): the int32 sums are then 16 times too,
- * exactly (|16q·s| four at a time stays far within int32, and the instruction does not
- * saturate), and an arithmetic shift by 4 gives the same integers back. Without VNNI the
- * int16 pair sums would saturate, so the AVX2 build shifts first. */
-#define HIGH_NIBBLES(q, m4) _mm256_andnot_si256((m4), (q))
-#define HIGH_NIBBLE_SUMS(acc) _mm256_srai_epi32((acc), 4)
 #elif defined(LL_AVX_VNNI)
 /* The AVX2 kernels with the byte dot products as AVX-VNNI's vpdpbusd (the same exact
  * integers: the AVX2 forms never saturate). The int16 products keep vpmaddwd and an add:
  * with vpdpwssd the accumulator's chain is its latency, and one thread from L2 (dot_packed,
  * 384 rows of 2048, three runs) lost on Q5_K (33.7/31.1/32.9 -> 31.8/29.9/31.4 GB/s) and
- * IQ4_XS (25.2/25.2/25.8 -> 22.9/23.1/23.1), even elsewhere. The high nibbles keep the
- * AVX2 form: kernels of this set also feed them to vpmaddubsw, whose pairs would
- * saturate at 16 times. */
+ * IQ4_XS (25.2/25.2/25.8 -> 22.9/23.1/23.1), even elsewhere. */
 #define ISA_NAME "avx2-vnni"
 #define DOT_U8I8_4(u, s) _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), (u), (s))
 #define ACC_MADD16(acc, a, b) _mm256_add_epi32((acc), _mm256_madd_epi16((a), (b)))
 #define ACC_DOT_U8I8_4(acc, u, s) _mm256_dpbusd_avx_epi32((acc), (u), (s))
-#define HIGH_NIBBLES(q, m4) _mm256_and_si256(_mm256_srli_epi16((q), 4), (m4))
-#define HIGH_NIBBLE_SUMS(acc) (acc)
 #else
 #define ISA_NAME "avx2"
-#define HIGH_NIBBLES(q, m4) _mm256_and_si256(_mm256_srli_epi16((q), 4), (m4))
-#define HIGH_NIBBLE_SUMS(acc) (acc)
 /* Here a byte dot product is vpmaddubsw (int16 pairs) and then vpmaddwd by ones to int32.
  * The 4-bit quant tiles keep up to eight steps in the int16 pairs instead (a pair is
  * within 2 x 15 x 128, eight of them within 30720: no saturation) and widen them once,
@@ -97,6 +84,8 @@ int ll_cpu_has_avx2(void) { return ll_cpu_has_avx2_base(); }
 #define ACC_MADD16(acc, a, b) _mm256_add_epi32((acc), _mm256_madd_epi16((a), (b)))
 #define ACC_DOT_U8I8_4(acc, u, s) _mm256_add_epi32((acc), DOT_U8I8_4((u), (s)))
 #endif
+/* the high nibbles of packed 4-bit quants, as bytes 0-15 */
+#define HIGH_NIBBLES(q, m4) _mm256_and_si256(_mm256_srli_epi16((q), 4), (m4))
 
 /* How far ahead the kernels prefetch the weight stream, as non-temporal (a weight is read
  * once a token: it need not displace the activations and the KV cache from L2). Session
@@ -2390,8 +2379,6 @@ static inline __attribute__((always_inline)) void q4_K_packed_tile(int64_t n, fl
             for (int t = 0; t < T; t++)
                 tot[t] = _mm256_add_epi32(tot[t], _mm256_add_epi32(_mm256_madd_epi16(lo[t], sl), _mm256_madd_epi16(hi[t], sh)));
 #else
-            #pragma GCC unroll 4
-            for (int t = 0; t < T; t++) hi[t] = HIGH_NIBBLE_SUMS(hi[t]);
             #pragma GCC unroll 4
             for (int t = 0; t < T; t++)
                 tot[t] = _mm256_add_epi32(tot[t], _mm256_add_epi32(_mm256_mullo_epi32(lo[t], sl), _mm256_mullo_epi32(hi[t], sh)));
