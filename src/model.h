@@ -160,7 +160,7 @@ typedef struct ll_kv_cache {
     int n_ctx;
     int *width;                /* per layer: elements per cell (Hkv*D) */
     int *cells;                /* per layer: n_ctx, a ring for sliding layers, 0 for shared */
-    uint8_t **k, **v;          /* per layer [cells][width], NULL where the layer reads another's */
+    uint8_t **k, **v;          /* per layer [kv head][cells][head dim], NULL where the layer reads another's */
 } ll_kv_cache;
 
 typedef struct ll_sampler {

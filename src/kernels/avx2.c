@@ -4297,9 +4297,9 @@ static inline __attribute__((always_inline)) float dot_qk_zmm(const float *q, co
     return _mm_cvtss_f32(r);
 }
 
-/* A head group's rows are a short piece of each cache cell (W apart), which the hardware
- * streams poorly: as a key is scored, fetch the key 16 cells on and this cell's value (the
- * accumulation reads it after the chunk's softmax). bytes: one row's, a multiple of 64. */
+/* As a key is scored, fetch the key 16 cells on and this cell's value, which the
+ * accumulation reads after the chunk's softmax (the rows are W apart: one after another in
+ * the head-major cache, see attention.c). bytes: one row's, a multiple of 64. */
 #define KV_FETCH_AHEAD 16
 static inline __attribute__((always_inline)) void fetch_kv_ahead(const uint16_t *K, const uint16_t *V, int W, int cell,
                                                                  int ring, int bytes) {

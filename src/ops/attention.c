@@ -7,19 +7,37 @@
 /* Cell of position pos in a layer's cache: a ring for sliding layers. */
 static inline size_t cell_of(const ll_kv_cache *kv, int layer, int pos) { return (size_t)(pos % kv->cells[layer]); }
 
+/* The cache is head-major: KV head g's rows (head dim elements a cell) lie one after
+ * another, so a head group's attention reads one contiguous stream. Stored by cell
+ * ([cell][all heads]) a group read 128 bytes of every KiB (llama-3.2-1b: 8 KV heads of
+ * 64), which the hardware prefetcher follows poorly. llama-3.2-1b Q4_K_M, two threads, at
+ * 3072 tokens of context, three alternations, the attention calls timed alone: a decode
+ * layer's 469 / 457 / 472 -> 338 / 321 / 412 us (a token 23.9 / 21.8 / 32.0 -> 20.0 / 19.9
+ * / 28.8 ms); all of a 3072 + 1536-token prefill's 16.2 / 17.2 / 18.2 -> 15.9 / 14.6 / 16.9 s. */
+static inline size_t head_dim_of(const struct llambda_context *c, int layer) {
+    return (size_t)c->kv.width[layer] / (size_t)c->m->hp.n_head_kv_l[layer];
+}
+static inline size_t head_rows(const struct llambda_context *c, int layer, int g) {
+    return (size_t)g * (size_t)c->kv.cells[layer] * head_dim_of(c, layer);
+}
+
 void ll_kv_store(struct llambda_context *c, int layer, const float *k, const float *v, int n_tok, int pos0) {
     ll_kv_cache *kv = &c->kv;
-    int W = kv->width[layer];
+    int W = kv->width[layer], Hkv = c->m->hp.n_head_kv_l[layer];
+    size_t D = head_dim_of(c, layer);
+    const ll_kernels *kn = ll_kernels_get();
     for (int t = 0; t < n_tok; t++) {
         size_t cell = cell_of(kv, layer, pos0 + t);
-        if (kv->type == LLAMBDA_KV_F16) {
-            uint16_t *kd = (uint16_t *)kv->k[layer] + cell * (size_t)W, *vd = (uint16_t *)kv->v[layer] + cell * (size_t)W;
-            const ll_kernels *kn = ll_kernels_get();
-            kn->from_float[LLAMBDA_TYPE_F16](k + (size_t)t * W, kd, W);
-            kn->from_float[LLAMBDA_TYPE_F16](v + (size_t)t * W, vd, W);
-        } else {
-            memcpy((float *)kv->k[layer] + cell * (size_t)W, k + (size_t)t * W, (size_t)W * 4);
-            memcpy((float *)kv->v[layer] + cell * (size_t)W, v + (size_t)t * W, (size_t)W * 4);
+        const float *kt = k + (size_t)t * W, *vt = v + (size_t)t * W;
+        for (int g = 0; g < Hkv; g++) {
+            size_t at = head_rows(c, layer, g) + cell * D;
+            if (kv->type == LLAMBDA_KV_F16) {
+                kn->from_float[LLAMBDA_TYPE_F16](kt + g * D, (uint16_t *)kv->k[layer] + at, (int64_t)D);
+                kn->from_float[LLAMBDA_TYPE_F16](vt + g * D, (uint16_t *)kv->v[layer] + at, (int64_t)D);
+            } else {
+                memcpy((float *)kv->k[layer] + at, kt + g * D, D * 4);
+                memcpy((float *)kv->v[layer] + at, vt + g * D, D * 4);
+            }
         }
     }
 }
@@ -55,7 +73,7 @@ static void attn_task(void *arg, int ith, int nth) {
     struct llambda_context *c = j->c;
     const ll_hparams *h = &c->m->hp;
     int l = j->layer, src = h->kv_src_l[l];
-    int H = h->n_head, D = h->head_dim_l[l], G = h->n_head / h->n_head_kv_l[l], W = c->kv.width[src], ring = c->kv.cells[src];
+    int H = h->n_head, D = h->head_dim_l[l], G = h->n_head / h->n_head_kv_l[l], W = (int)head_dim_of(c, src), ring = c->kv.cells[src];
     float scale = h->attn_scale > 0 ? h->attn_scale : 1.0f / sqrtf((float)D);
     /* heads are taken HG at a time, all of one KV head: its K and V rows are read once */
     int HG = G % 4 == 0 ? 4 : G % 3 == 0 ? 3 : G % 2 == 0 ? 2 : 1;
@@ -72,12 +90,12 @@ static void attn_task(void *arg, int ith, int nth) {
         if (c->kv.type == LLAMBDA_KV_F16) {
             /* Q rounded to f16, as llama.cpp's single-chunk path does */
             k->from_float[LLAMBDA_TYPE_F16](q, q16, (int64_t)HG * D);
-            k->attend_f16(q16, (const uint16_t *)c->kv.k[src] + (size_t)g * D, (const uint16_t *)c->kv.v[src] + (size_t)g * D,
+            k->attend_f16(q16, (const uint16_t *)c->kv.k[src] + head_rows(c, src, g), (const uint16_t *)c->kv.v[src] + head_rows(c, src, g),
                           W, D, HG, first, n_cells, ring, scale, acc16, o);
         } else
             for (int i = 0; i < HG; i++)
-                attend_f32(q + (size_t)i * D, (const float *)c->kv.k[src] + (size_t)g * D,
-                           (const float *)c->kv.v[src] + (size_t)g * D, W, D, first, n_cells, ring, scale, o + (size_t)i * D);
+                attend_f32(q + (size_t)i * D, (const float *)c->kv.k[src] + head_rows(c, src, g),
+                           (const float *)c->kv.v[src] + head_rows(c, src, g), W, D, first, n_cells, ring, scale, o + (size_t)i * D);
     }
 }
 
