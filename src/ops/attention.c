@@ -73,7 +73,8 @@ static void attn_task(void *arg, int ith, int nth) {
     struct llambda_context *c = j->c;
     const ll_hparams *h = &c->m->hp;
     int l = j->layer, src = h->kv_src_l[l];
-    int H = h->n_head, D = h->head_dim_l[l], G = h->n_head / h->n_head_kv_l[l], W = (int)head_dim_of(c, src), ring = c->kv.cells[src];
+    int H = h->n_head, D = h->head_dim_l[l], G = h->n_head / h->n_head_kv_l[l], ring = c->kv.cells[src];
+    int row = (int)head_dim_of(c, src);   /* elements from one cell's row to the next */
     float scale = h->attn_scale > 0 ? h->attn_scale : 1.0f / sqrtf((float)D);
     /* heads are taken HG at a time, all of one KV head: its K and V rows are read once */
     int HG = G % 4 == 0 ? 4 : G % 3 == 0 ? 3 : G % 2 == 0 ? 2 : 1;
@@ -90,12 +91,12 @@ static void attn_task(void *arg, int ith, int nth) {
         if (c->kv.type == LLAMBDA_KV_F16) {
             /* Q rounded to f16, as llama.cpp's single-chunk path does */
             k->from_float[LLAMBDA_TYPE_F16](q, q16, (int64_t)HG * D);
-            k->attend_f16(q16, (const uint16_t *)c->kv.k[src] + head_rows(c, src, g), (const uint16_t *)c->kv.v[src] + head_rows(c, src, g),
-                          W, D, HG, first, n_cells, ring, scale, acc16, o);
+            k->attend_f16(q16, (const uint16_t *)c->kv.k[src] + head_rows(c, src, g),
+                          (const uint16_t *)c->kv.v[src] + head_rows(c, src, g), row, D, HG, first, n_cells, ring, scale, acc16, o);
         } else
             for (int i = 0; i < HG; i++)
                 attend_f32(q + (size_t)i * D, (const float *)c->kv.k[src] + head_rows(c, src, g),
-                           (const float *)c->kv.v[src] + head_rows(c, src, g), W, D, first, n_cells, ring, scale, o + (size_t)i * D);
+                           (const float *)c->kv.v[src] + head_rows(c, src, g), row, D, first, n_cells, ring, scale, o + (size_t)i * D);
     }
 }
 
