@@ -325,9 +325,6 @@ static void test_norm_add_lanes(void) {
 enum { MAX_SETS = 4 };   /* the vector kernel sets one CPU can have: avx2, avx2-vnni, avx512, avx512-base */
 static int vector_sets(ll_kernels sets[MAX_SETS]);   /* below */
 
-/* The prefetch distance (dispatch.c) follows the rate decode sets stream at, stays within
- * its two ends in whole lines, and only moves when bytes arrive: every kernel gives the
- * same bits at either end and far past its buffers (a prefetch never faults). */
 /* Every set's repacked tile for type, 1-4 tokens (x_stride apart), against want[token][row]
  * (the scalar kernel's eight rows of w): bits equal at the integer extremes. */
 static void check_tiles_at_extremes(int type, int n, const void *w, size_t wrow, const void *xq, size_t x_stride,
@@ -350,6 +347,9 @@ static void check_tiles_at_extremes(int type, int n, const void *w, size_t wrow,
     }
 }
 
+/* The prefetch distance (dispatch.c) follows the rate decode sets stream at, stays within
+ * its two ends in whole lines, and only moves when bytes arrive: every kernel gives the
+ * same bits at either end and far past its buffers (a prefetch never faults). */
 static int ahead_after(double gbs_a_thread) {   /* sets of two threads, a millisecond each */
     for (int i = 0; i < 200; i++) ll_note_stream_rate((int64_t)(gbs_a_thread * 2e6), 1e-3, 2);
     return atomic_load(&ll_stream_ahead_bytes);

@@ -88,15 +88,16 @@ static void attn_task(void *arg, int ith, int nth) {
         int first = h->swa_l[l] && pos + 1 > h->n_swa ? pos + 1 - h->n_swa : 0, n_cells = pos + 1 - first;
         const float *q = j->q + (size_t)t * (size_t)(H * D) + (size_t)hd0 * D;
         float *o = j->out + (size_t)t * (size_t)(H * D) + (size_t)hd0 * D;
+        size_t rows = head_rows(c, src, g);   /* where KV head g's rows start */
         if (c->kv.type == LLAMBDA_KV_F16) {
             /* Q rounded to f16, as llama.cpp's single-chunk path does */
             k->from_float[LLAMBDA_TYPE_F16](q, q16, (int64_t)HG * D);
-            k->attend_f16(q16, (const uint16_t *)c->kv.k[src] + head_rows(c, src, g),
-                          (const uint16_t *)c->kv.v[src] + head_rows(c, src, g), row, D, HG, first, n_cells, ring, scale, acc16, o);
+            k->attend_f16(q16, (const uint16_t *)c->kv.k[src] + rows, (const uint16_t *)c->kv.v[src] + rows, row, D, HG, first,
+                          n_cells, ring, scale, acc16, o);
         } else
             for (int i = 0; i < HG; i++)
-                attend_f32(q + (size_t)i * D, (const float *)c->kv.k[src] + head_rows(c, src, g),
-                           (const float *)c->kv.v[src] + head_rows(c, src, g), row, D, first, n_cells, ring, scale, o + (size_t)i * D);
+                attend_f32(q + (size_t)i * D, (const float *)c->kv.k[src] + rows, (const float *)c->kv.v[src] + rows, row, D,
+                           first, n_cells, ring, scale, o + (size_t)i * D);
     }
 }
 
