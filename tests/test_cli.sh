@@ -80,7 +80,7 @@ check "cli: unknown command exits 2" test $rc -eq 2
 
 # models generated here, with other shapes: invariance across batch sizes and ISAs
 toks40=$(seq -s, 3 3 120)
-for preset in tiny tiny-qwen2 tiny-gemma4 tiny-nemotron-h-moe tiny-nemotron-h-moe-groups tiny-nemotron-h tiny-qwen3next; do
+for preset in tiny tiny-qwen2 tiny-gemma4 tiny-gemma4-moe tiny-nemotron-h-moe tiny-nemotron-h-moe-groups tiny-nemotron-h tiny-qwen3next; do
     for ty in F32 Q4_K_M Q8_0; do
         "$L" synth --preset $preset --type $ty -o "$T/s.gguf" 2>/dev/null
         "$L" eval -m "$T/s.gguf" --tokens "$toks40" -n 8 --logits-out "$T/a.f32" > "$T/a.json"
@@ -99,6 +99,15 @@ for preset in tiny-nemotron-h-moe tiny-nemotron-h-moe-groups tiny-nemotron-h; do
         check "cli: synthesized $preset $ty: logits byte-identical to llama.cpp's" cmp -s "$T/r.f32" "tests/ref/$preset-$ty.llama-cpp.f32"
     done
 done
+# Gemma 4 with experts on a shape beyond the fixture's (16 experts, top 4, K = V on the
+# global layer, head sizes 32 / 64): the bytes llama.cpp 80fb11a gives (tests/ref/README.md)
+"$L" synth --preset tiny-gemma4-moe --type F16 -o "$T/s.gguf" 2>/dev/null
+"$L" eval -m "$T/s.gguf" --tokens "$(seq -s, 3 3 72)" --logits-out "$T/r.f32" > /dev/null
+check "cli: synthesized tiny-gemma4-moe F16: logits byte-identical to llama.cpp's" cmp -s "$T/r.f32" tests/ref/tiny-gemma4-moe-F16.llama-cpp.f32
+"$L" synth --preset tiny-gemma4 --layers 4 -o "$T/s.gguf" 2>"$T/e7"; rc=$?
+check "cli: synth --layers refuses to cut into a preset's shared-KV layers" sh -c "[ $rc -eq 2 ] && grep -q 'shared-KV' \"$T/e7\""
+"$L" synth --preset tiny --layers 1 --type Q8_0 -o "$T/s.gguf" 2>/dev/null
+check "cli: synth --layers cuts a dense preset's depth" sh -c "\"$L\" info \"$T/s.gguf\" | grep -q 'block_count .* 1\$'"
 "$L" synth --preset nope -o "$T/x.gguf" 2>/dev/null; rc=$?
 check "cli: synth rejects an unknown preset" test $rc -eq 2
 

@@ -49,18 +49,25 @@ typedef struct preset {
     float rope_base, eps, llama3_factor;   /* llama3_factor > 0: write rope_freqs */
     /* gemma4 */
     int head_dim_swa, n_head_kv_global, swa_period, n_swa, shared_kv, per_layer, double_ff;
+    /* gemma4 with experts: routed experts (count, used, ff) beside the dense MLP, and global
+     * layers whose V is their K (no attn_v) */
+    int n_expert, n_expert_used, n_ff_exp, k_eq_v;
 } preset;
 
 static const preset presets[] = {
-    {"llama-3.2-1b", "llama", 2048, 16, 32, 8, 64, 8192, 128256, 131072, 1, 0, 500000.f, 1e-5f, 32.f, 0, 0, 0, 0, 0, 0, 0},
-    {"llama-3.1-8b", "llama", 4096, 32, 32, 8, 128, 14336, 128256, 131072, 0, 0, 500000.f, 1e-5f, 8.f, 0, 0, 0, 0, 0, 0, 0},
-    {"qwen2.5-0.5b", "qwen2", 896, 24, 14, 2, 64, 4864, 151936, 32768, 1, 1, 1000000.f, 1e-6f, 0.f, 0, 0, 0, 0, 0, 0, 0},
-    {"tiny", "llama", 256, 2, 4, 2, 64, 512, 2048, 4096, 0, 0, 500000.f, 1e-5f, 8.f, 0, 0, 0, 0, 0, 0, 0},
-    {"tiny-qwen2", "qwen2", 128, 3, 4, 1, 32, 384, 1024, 4096, 1, 1, 1000000.f, 1e-6f, 0.f, 0, 0, 0, 0, 0, 0, 0},
+    {"llama-3.2-1b", "llama", 2048, 16, 32, 8, 64, 8192, 128256, 131072, 1, 0, 500000.f, 1e-5f, 32.f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"llama-3.1-8b", "llama", 4096, 32, 32, 8, 128, 14336, 128256, 131072, 0, 0, 500000.f, 1e-5f, 8.f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"qwen2.5-0.5b", "qwen2", 896, 24, 14, 2, 64, 4864, 151936, 32768, 1, 1, 1000000.f, 1e-6f, 0.f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"tiny", "llama", 256, 2, 4, 2, 64, 512, 2048, 4096, 0, 0, 500000.f, 1e-5f, 8.f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"tiny-qwen2", "qwen2", 128, 3, 4, 1, 32, 384, 1024, 4096, 1, 1, 1000000.f, 1e-6f, 0.f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
     /* gemma4: head_dim is the global head size; swa_period p = (p-1) sliding layers then 1 global */
-    {"gemma-4-e2b", "gemma4", 1536, 35, 8, 1, 512, 6144, 262144, 131072, 1, 0, 1000000.f, 1e-6f, 0.f, 256, 1, 5, 512, 20, 256, 1},
-    {"gemma-4-e4b", "gemma4", 2560, 42, 8, 2, 512, 10240, 262144, 131072, 1, 0, 1000000.f, 1e-6f, 0.f, 256, 2, 6, 512, 18, 256, 0},
-    {"tiny-gemma4", "gemma4", 128, 8, 4, 2, 64, 256, 1024, 8192, 1, 0, 1000000.f, 1e-6f, 0.f, 32, 1, 4, 8, 4, 16, 1},
+    {"gemma-4-e2b", "gemma4", 1536, 35, 8, 1, 512, 6144, 262144, 131072, 1, 0, 1000000.f, 1e-6f, 0.f, 256, 1, 5, 512, 20, 256, 1, 0, 0, 0, 0},
+    {"gemma-4-e4b", "gemma4", 2560, 42, 8, 2, 512, 10240, 262144, 131072, 1, 0, 1000000.f, 1e-6f, 0.f, 256, 2, 6, 512, 18, 256, 0, 0, 0, 0, 0},
+    {"tiny-gemma4", "gemma4", 128, 8, 4, 2, 64, 256, 1024, 8192, 1, 0, 1000000.f, 1e-6f, 0.f, 32, 1, 4, 8, 4, 16, 1, 0, 0, 0, 0},
+    /* 26B-A4B: 128 experts (8 used, ff 704) beside a dense MLP of 2112 on every layer, K = V
+     * on the global layers, no per-layer embeddings; --layers cuts the depth */
+    {"gemma-4-26b-a4b", "gemma4", 2816, 30, 16, 8, 512, 2112, 262144, 262144, 1, 0, 1000000.f, 1e-6f, 0.f, 256, 2, 6, 1024, 0, 0, 0, 128, 8, 704, 1},
+    {"tiny-gemma4-moe", "gemma4", 256, 6, 4, 2, 64, 256, 1024, 8192, 1, 0, 1000000.f, 1e-6f, 0.f, 32, 1, 6, 8, 0, 0, 0, 16, 4, 64, 1},
 };
 
 #define LLAMBDA_MAX_SYNTH_LAYERS 128
@@ -113,7 +120,7 @@ static llambda_status fill(void *user, const char *name, void *dst, uint64_t nby
     float *row = malloc((size_t)ne0 * sizeof *row);
     if (!row) return LLAMBDA_ERR_NOMEM;
     size_t rb = (size_t)llambda_type_row_bytes(type, ne0);
-    int is_norm = strstr(name, "norm") != NULL || strstr(name, "layer_output_scale") != NULL,
+    int is_norm = strstr(name, "norm") != NULL || strstr(name, "scale") != NULL,   /* scales: ones */
         is_rope = !strcmp(name, "rope_freqs.weight");
     /* Mamba / DeltaNet scalars: A negative (-exp(A_log)), small dt bias, D near 1 */
     int is_a = strstr(name, ".ssm_a") != NULL, is_dtb = strstr(name, "ssm_dt.bias") != NULL, is_d = strstr(name, ".ssm_d") && !is_dtb;
@@ -154,7 +161,7 @@ static int add(llambda_gguf_writer *w, fill_ctx *fcs, int *nf, const preset *p, 
                const char *name, int64_t ne0, int64_t ne1, int i_kind, int n_kind) {
     int64_t ne[2] = {ne0, ne1};
     int nd = ne1 ? 2 : 1;
-    int type = llambda_quant_tensor_type(ftype, name, nd, ne, LLAMBDA_TYPE_F32, i_kind, n_kind, !p->tied, 0,
+    int type = llambda_quant_tensor_type(ftype, name, nd, ne, LLAMBDA_TYPE_F32, i_kind, n_kind, !p->tied, p->n_expert,
                                          p->n_head_kv ? p->n_head / p->n_head_kv : 1);
     fill_ctx *fc = &fcs[(*nf)++];
     *fc = (fill_ctx){p, seed, type, ne0, ne1 ? ne1 : 1};
@@ -268,6 +275,11 @@ static int synth_gemma4(llambda_gguf_writer *w, fill_ctx *fcs, int *nf, const pr
     llambda_gguf_set_u32(w, "gemma4.attention.shared_kv_layers", (uint32_t)shared);
     llambda_gguf_set_u32(w, "gemma4.embedding_length_per_layer_input", (uint32_t)P);
     llambda_gguf_set_f32(w, "gemma4.final_logit_softcapping", 30.f);
+    if (p->n_expert) {
+        llambda_gguf_set_u32(w, "gemma4.expert_count", (uint32_t)p->n_expert);
+        llambda_gguf_set_u32(w, "gemma4.expert_used_count", (uint32_t)p->n_expert_used);
+        llambda_gguf_set_u32(w, "gemma4.expert_feed_forward_length", (uint32_t)p->n_ff_exp);
+    }
     int err = 0;
     err |= add(w, fcs, nf, p, seed, ft, "token_embd.weight", E, p->n_vocab, 0, 0);
     err |= add(w, fcs, nf, p, seed, ft, "output_norm.weight", E, 0, 0, 0);
@@ -286,7 +298,7 @@ static int synth_gemma4(llambda_gguf_writer *w, fill_ctx *fcs, int *nf, const pr
         T("attn_q_norm.weight", D, 0, 0);
         T("attn_k.weight", E, kv[l] * D, 0);
         T("attn_k_norm.weight", D, 0, 0);
-        T("attn_v.weight", E, kv[l] * D, l);
+        if (pat[l] || !p->k_eq_v) T("attn_v.weight", E, kv[l] * D, l);
         T("attn_output.weight", H * D, E, 0);
         T("post_attention_norm.weight", E, 0, 0);
         T("ffn_norm.weight", E, 0, 0);
@@ -296,6 +308,19 @@ static int synth_gemma4(llambda_gguf_writer *w, fill_ctx *fcs, int *nf, const pr
         T("post_ffw_norm.weight", E, 0, 0);
         T("layer_output_scale.weight", 1, 0, 0);
         if (P > 0) { T("inp_gate.weight", E, P, 0); T("proj.weight", P, E, 0); T("post_norm.weight", E, 0, 0); }
+        if (p->n_expert) {
+            int X = p->n_expert, FX = p->n_ff_exp;
+            T("ffn_gate_inp.weight", E, X, 0);
+            T("ffn_gate_inp.scale", E, 0, 0);
+            T("pre_ffw_norm_2.weight", E, 0, 0);
+            T("post_ffw_norm_1.weight", E, 0, 0);
+            T("post_ffw_norm_2.weight", E, 0, 0);
+            snprintf(n, sizeof n, "blk.%d.ffn_gate_up_exps.weight", l);
+            err |= add3(w, fcs, nf, p, seed, ft, n, E, 2 * FX, X, 0, L);
+            snprintf(n, sizeof n, "blk.%d.ffn_down_exps.weight", l);
+            err |= add3(w, fcs, nf, p, seed, ft, n, FX, E, X, l, L);
+            T("ffn_down_exps.scale", X, 0, 0);
+        }
 #undef T
     }
     return err;
@@ -445,6 +470,13 @@ int cmd_synth(int argc, char **argv) {
             p = &hp_as_preset;
         }
     if (layers < 0 || layers > LLAMBDA_MAX_SYNTH_LAYERS) { fprintf(stderr, "llambda synth: --layers must be 1..%d\n", LLAMBDA_MAX_SYNTH_LAYERS); return 2; }
+    static preset cut;   /* a non-hybrid preset with --layers: the same shapes, fewer blocks */
+    if (p && !hy && layers) {
+        if (layers <= p->shared_kv) { fprintf(stderr, "llambda synth: %s needs more than %d layers (its shared-KV layers)\n", p->name, p->shared_kv); return 2; }
+        cut = *p;
+        cut.n_layer = layers;
+        p = &cut;
+    }
     if (!p || !out) {
         fprintf(stderr, "usage: llambda synth [--arch ARCH] --preset NAME -o OUT.gguf [--type Q4_K_M] [--seed N] [--layers N]\n  presets:");
         for (size_t i = 0; i < sizeof presets / sizeof *presets; i++) fprintf(stderr, " %s", presets[i].name);
