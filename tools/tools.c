@@ -293,6 +293,7 @@ static int synth_gemma4(llambda_gguf_writer *w, fill_ctx *fcs, int *nf, const pr
         char n[64];
         int D = pat[l] ? p->head_dim_swa : p->head_dim;
 #define T(suffix, a, b, ik) (snprintf(n, sizeof n, "blk.%d." suffix, l), err |= add(w, fcs, nf, p, seed, ft, n, a, b, ik, L))
+#define T3(suffix, a, b, c, ik) (snprintf(n, sizeof n, "blk.%d." suffix, l), err |= add3(w, fcs, nf, p, seed, ft, n, a, b, c, ik, L))
         T("attn_norm.weight", E, 0, 0);
         T("attn_q.weight", E, H * D, 0);
         T("attn_q_norm.weight", D, 0, 0);
@@ -315,13 +316,12 @@ static int synth_gemma4(llambda_gguf_writer *w, fill_ctx *fcs, int *nf, const pr
             T("pre_ffw_norm_2.weight", E, 0, 0);
             T("post_ffw_norm_1.weight", E, 0, 0);
             T("post_ffw_norm_2.weight", E, 0, 0);
-            snprintf(n, sizeof n, "blk.%d.ffn_gate_up_exps.weight", l);
-            err |= add3(w, fcs, nf, p, seed, ft, n, E, 2 * FX, X, 0, L);
-            snprintf(n, sizeof n, "blk.%d.ffn_down_exps.weight", l);
-            err |= add3(w, fcs, nf, p, seed, ft, n, FX, E, X, l, L);
+            T3("ffn_gate_up_exps.weight", E, 2 * FX, X, 0);
+            T3("ffn_down_exps.weight", FX, E, X, l);
             T("ffn_down_exps.scale", X, 0, 0);
         }
 #undef T
+#undef T3
     }
     return err;
 }

@@ -4275,15 +4275,23 @@ static inline __attribute__((always_inline)) void att_accumulate_zmm(float *accf
         for (int b = 0; b < nz; b++) _mm512_storeu_ps(accf + (size_t)h * (size_t)stride + 16 * b, acc[h][b]);
 }
 
-/* dot_x_f16's four 16-lane accumulators of a widened query against a key widened once for
- * all heads (D a multiple of 64, so no tail), and their first sums (a0 + a2) + (a1 + a3) */
-static inline __attribute__((always_inline)) __m512 qk_lanes_zmm(const float *q, const __m512 *kz, int nz) {
-    __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+/* dot_x_f16's four 16-lane accumulators of a widened query against nz blocks of a widened
+ * key: accumulator j takes blocks j, j + 4, j + 8, ... in order, so a key may come in
+ * pieces of whole groups of four blocks (q then points at the piece's queries) */
+static inline __attribute__((always_inline)) void qk_lanes_acc(__m512 a[4], const float *q, const __m512 *kz, int nz) {
     #pragma GCC unroll 8
     for (int b = 0; b < nz; b += 4)
         #pragma GCC unroll 4
         for (int j = 0; j < 4; j++) a[j] = _mm512_fmadd_ps(_mm512_loadu_ps(q + 16 * (b + j)), kz[b + j], a[j]);
-    return _mm512_add_ps(_mm512_add_ps(a[0], a[2]), _mm512_add_ps(a[1], a[3]));
+}
+/* the accumulators' first sums, (a0 + a2) + (a1 + a3) */
+static inline __m512 qk_lanes_sum(const __m512 a[4]) { return _mm512_add_ps(_mm512_add_ps(a[0], a[2]), _mm512_add_ps(a[1], a[3])); }
+
+/* qk_lanes_acc over a whole key (D a multiple of 64, so no tail) from zero, and its first sums */
+static inline __attribute__((always_inline)) __m512 qk_lanes_zmm(const float *q, const __m512 *kz, int nz) {
+    __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    qk_lanes_acc(a, q, kz, nz);
+    return qk_lanes_sum(a);
 }
 
 /* dot_x_f16 of a widened query against a widened key: qk_lanes_zmm, then its reduction
@@ -4335,8 +4343,7 @@ static inline __attribute__((always_inline)) void qk_scores16_zmm(const uint16_t
                 continue;
             }
             /* longer heads (256, 512): the key widened 128 dims at a time into the heads'
-             * four accumulators each, which take the same blocks in the same order as
-             * qk_lanes_zmm's (accumulator j: blocks j, j + 4, j + 8, ...) */
+             * accumulators (qk_lanes_acc piece by piece: qk_lanes_zmm's order) */
             __m512 a[ATT_MAX_HEADS][4];   /* nh is a constant here (see the callers): registers */
             #pragma GCC unroll 4
             for (int h = 0; h < nh; h++)
@@ -4347,14 +4354,10 @@ static inline __attribute__((always_inline)) void qk_scores16_zmm(const uint16_t
                 #pragma GCC unroll 8
                 for (int b = 0; b < 8; b++) kz[b] = load_f16x16(kk + 16 * (c + b));
                 #pragma GCC unroll 4
-                for (int h = 0; h < nh; h++)
-                    #pragma GCC unroll 2
-                    for (int b = 0; b < 8; b += 4)
-                        #pragma GCC unroll 4
-                        for (int j = 0; j < 4; j++) a[h][j] = _mm512_fmadd_ps(_mm512_loadu_ps(qf[h] + 16 * (c + b + j)), kz[b + j], a[h][j]);
+                for (int h = 0; h < nh; h++) qk_lanes_acc(a[h], qf[h] + 16 * c, kz, 8);
             }
             #pragma GCC unroll 4
-            for (int h = 0; h < nh; h++) part[h][jj] = _mm512_add_ps(_mm512_add_ps(a[h][0], a[h][2]), _mm512_add_ps(a[h][1], a[h][3]));
+            for (int h = 0; h < nh; h++) part[h][jj] = qk_lanes_sum(a[h]);
         }
         for (int h = 0; h < nh; h++)   /* dot_qk_zmm's reduction, sixteen keys at once, times scale */
             _mm512_storeu_ps(&sc[h][j0], _mm512_mul_ps(reduce16_many(part[h], cnt), _mm512_set1_ps(scale)));
@@ -4606,6 +4609,7 @@ static void attend_f16(const uint16_t *q16, const uint16_t *K, const uint16_t *V
     }
     for (int c0 = 0; c0 < n; c0 += ATT_CHUNK) {
         int m = n - c0 < ATT_CHUNK ? n - c0 : ATT_CHUNK;
+        int scored = 1;   /* all the chunk's scores done by a sixteen- or eight-key path below */
 #ifdef LL_AVX512
         /* the common sizes: each key in registers for all heads, sums sixteen keys at once */
         if (D == 64) qk_scores16_zmm(K, V, W, first, ring, c0, m, qf, nh, 4, scale, sc);
@@ -4616,16 +4620,15 @@ static void attend_f16(const uint16_t *q16, const uint16_t *K, const uint16_t *V
         else if (D == 512 && nh == 4) qk_scores16_zmm(K, V, W, first, ring, c0, m, qf, 4, 32, scale, sc);
         else if (D == 256 && nh == 2) qk_scores16_zmm(K, V, W, first, ring, c0, m, qf, 2, 16, scale, sc);
         else if (D == 512 && nh == 2) qk_scores16_zmm(K, V, W, first, ring, c0, m, qf, 2, 32, scale, sc);
+        else scored = 0;
 #else
         if (D == 64) qk_scores8_ymm(K, W, first, ring, c0, m, qf, nh, 64, scale, sc);
         else if (D % 64 == 0) qk_scores8_ymm(K, W, first, ring, c0, m, qf, nh, D, scale, sc);
+        else scored = 0;
 #endif
-        for (int j = 0; j < m; j++) {
+        for (int j = 0; j < m && !scored; j++) {
             const uint16_t *kk = K + (size_t)((first + c0 + j) % ring) * W;
-#ifndef LL_AVX512
-            if (D % 64 == 0) break;   /* done above */
-#else
-            if (D == 64 || D == 128 || ((D == 256 || D == 512) && (nh == 4 || nh == 2))) break;   /* done above */
+#ifdef LL_AVX512
             if (D % 64 == 0) {
                 __m512 kz[32];
                 for (int b = 0; b < D / 16; b++) kz[b] = load_f16x16(kk + 16 * b);
