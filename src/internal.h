@@ -266,8 +266,12 @@ typedef struct ll_kernels {
     /* y[i] = expf(x[i]), the C library's bits (softmax weights that must match llama.cpp's,
      * which calls expf) */
     void (*expf_row)(float *y, const float *x, int n);
+    /* y[i] = tanhf(x[i]·inv)·cap with the C library's tanhf bits (Gemma's final logit
+     * soft-capping, which llama.cpp computes with tanhf); y may be x */
+    void (*tanhf_scaled_row)(float *y, const float *x, float inv, float cap, int n);
 } ll_kernels;
 void ll_expf_row_libm(float *y, const float *x, int n);
+void ll_tanhf_scaled_row_libm(float *y, const float *x, float inv, float cap, int n);
 void ll_attend_f16_scalar(const uint16_t *q16, const uint16_t *K, const uint16_t *V, int W, int D, int nh, int first,
                           int n, int ring, float scale, uint16_t *acc16, float *out);
 

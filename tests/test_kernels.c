@@ -599,6 +599,45 @@ int main(void) {
         }
         CHECK(!bad, "expf_row differs from expf in %ld of %ld values", bad, total);
     }
+    TEST("kernels: every ISA's soft-capping tanhf gives the C library's bits (a sweep of all floats, scaled and in place)") {
+        enum { N = 4096 };
+        static float x[N], want[N], got[N];
+        ll_kernels kk[1 + MAX_SETS] = {scalar};
+        int nk = 1 + vector_sets(kk + 1);
+#if defined(LL_HAVE_AVX2) && defined(__GLIBC__)
+        for (int v = 1; v < nk; v++)   /* this libm is the one the vector path follows: it must be on */
+            CHECK(kk[v].tanhf_scaled_row != ll_tanhf_scaled_row_libm, "%s: vector tanhf disabled by its start-up check", kk[v].isa);
+#endif
+        long bad = 0, total = 0;
+        /* every 997th float, then every 3rd one of the binades the vector path computes */
+        for (int pass = 0; pass < 2; pass++) {
+            uint64_t lo = pass ? 0x24000000u : 0, hi = pass ? 0x3f800000u : 1ull << 32, step = pass ? 3 : 997;
+            for (uint64_t b0 = lo; b0 < hi; b0 += (uint64_t)N * step) {
+                for (int i = 0; i < N; i++) {
+                    uint32_t u = (uint32_t)(b0 + (uint64_t)i * step) ^ (uint32_t)(i & 1) << 31;
+                    memcpy(&x[i], &u, 4);
+                }
+                int n = N - (int)(b0 / step % 7);   /* and tails of every length */
+                for (int i = 0; i < n; i++) want[i] = tanhf(x[i]);
+                for (int v = 0; v < nk; v++) {
+                    kk[v].tanhf_scaled_row(got, x, 1.0f, 1.0f, n);
+                    for (int i = 0; i < n; i++) bad += memcmp(&got[i], &want[i], 4) != 0 && !(isnan(got[i]) && isnan(want[i]));
+                    total += n;
+                }
+            }
+        }
+        /* soft-capping itself, in place: logits of every size against tanhf(x / 30) * 30 */
+        for (int i = 0; i < N; i++) x[i] = frand() * (i % 61 == 0 ? 400.f : 40.f);
+        for (int i = 0; i < N; i++) want[i] = tanhf(x[i] * (1.0f / 30.f)) * 30.f;
+        for (int v = 0; v < nk; v++) {
+            memcpy(got, x, sizeof got);
+            kk[v].tanhf_scaled_row(got, got, 1.0f / 30.f, 30.f, N - 3);
+            for (int i = 0; i < N - 3; i++) bad += memcmp(&got[i], &want[i], 4) != 0;
+            bad += memcmp(&got[N - 3], &x[N - 3], 12) != 0;   /* nothing past n */
+            total += N - 3;
+        }
+        CHECK(!bad, "tanhf_scaled_row differs from tanhf in %ld of %ld values", bad, total);
+    }
     TEST("kernels: vector SwiGLU gives the scalar bits") {
         enum { N = 1000 };   /* not a multiple of 16: the libm tail too */
         float g[N], u[N], want[N];

@@ -213,13 +213,17 @@ static void per_layer_block(struct llambda_context *c, const ll_layer *Y, int l,
 }
 
 /* Final logit soft-capping, cap * tanh(logit / cap), over the vocabulary split across the
- * pool (element by element: the same bits whatever the split). */
+ * pool (element by element, tanhf's bits: the same whatever the split). */
 typedef struct { float *x; size_t n; float inv, cap; } softcap_job;
 
 static void softcap_task(void *arg, int ith, int nth) {
     softcap_job *j = arg;
-    for (size_t i = j->n * (size_t)ith / (size_t)nth; i < j->n * (size_t)(ith + 1) / (size_t)nth; i++)
-        j->x[i] = tanhf(j->x[i] * j->inv) * j->cap;
+    const ll_kernels *k = ll_kernels_get();
+    size_t i0 = j->n * (size_t)ith / (size_t)nth, i1 = j->n * (size_t)(ith + 1) / (size_t)nth;
+    for (size_t i = i0; i < i1; i += 65536) {
+        int m = i1 - i < 65536 ? (int)(i1 - i) : 65536;
+        k->tanhf_scaled_row(j->x + i, j->x + i, j->inv, j->cap, m);
+    }
 }
 
 static llambda_status gemma4_forward(struct llambda_context *c, const int32_t *tokens, int n, int pos, float *logits, const uint8_t *want) {

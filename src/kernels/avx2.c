@@ -4101,7 +4101,7 @@ static const double vexp_inv_ln2_n = 0x1.71547652b82fep+5, vexp_shift = 0x1.8p+5
 static const double vexp_c0 = 0x1.c6af84b912394p-5 / 32 / 32 / 32, vexp_c1 = 0x1.ebfce50fac4f3p-3 / 32 / 32,
                     vexp_c2 = 0x1.62e42ff0c52d6p-1 / 32;
 static uint64_t vexp_table[32];   /* bits of 2^(i/32) less i << 47 */
-static int vexp_ok;
+static int vexp_ok, vtanh_ok;
 static pthread_once_t vexp_once = PTHREAD_ONCE_INIT;
 
 /* lanes whose |x| is < 88 (a 1 per lane in the mask's low bits) */
@@ -4167,9 +4167,86 @@ static void expf_row(float *y, const float *x, int n) {
     else ll_expf_row_libm(y, x, n);
 }
 
+/* tanhf as glibc computes it (its single-precision tanhf and expm1f, both from fdlibm,
+ * plain float operations with no fused step): for 2^-55 <= |x| < 1, tanh x = -t / (t + 2)
+ * with t = expm1f(-2|x|), the sign of x put back. expm1f reduces y = -2|x| by k ln 2
+ * (k = 0 up to ln2/2, -1 up to 1.5 ln2, else trunc(y / ln2 - 1/2): -2 or -3 here, k ln 2 in
+ * a high and a low part, c the reduction's rounding), takes the same rational
+ * approximation and rebuilds e^y - 1 as fdlibm does for each k; |y| < 2^-25 is y itself.
+ * Lanes outside that range (0, tiny, |x| >= 1, infinities, NaN) call tanhf. Checked against
+ * the C library at start-up with expf (vexp_check); if any input differs, tanhf is called
+ * for every element. */
+static inline __m256i vtanh_in_range(__m256 x) {
+    __m256i ix = _mm256_and_si256(_mm256_castps_si256(x), _mm256_set1_epi32(0x7fffffff));
+    return _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(0x24000000), ix),
+                               _mm256_cmpgt_epi32(_mm256_set1_epi32(0x3f800000), ix));
+}
+
+static inline __m256 vtanh8(__m256 x) {
+#define F(v) _mm256_set1_ps(v)
+#define I(v) _mm256_set1_epi32((int)(v))
+#define BITS(u) _mm256_castsi256_ps(I(u))
+    const __m256 sign = BITS(0x80000000u);
+    const __m256 ln2_hi = BITS(0x3f317180), ln2_lo = BITS(0x3717f7d1), invln2 = BITS(0x3fb8aa3b);
+    __m256 y = _mm256_mul_ps(_mm256_andnot_ps(sign, x), F(-2.0f));
+    __m256i hy = _mm256_and_si256(_mm256_castps_si256(y), I(0x7fffffff));
+    __m256 k0 = _mm256_castsi256_ps(_mm256_cmpgt_epi32(I(0x3eb17219), hy));   /* k = 0 */
+    __m256 k1 = _mm256_castsi256_ps(_mm256_cmpgt_epi32(I(0x3f851592), hy));   /* k = -1 (where not k0) */
+    __m256 tiny = _mm256_castsi256_ps(_mm256_cmpgt_epi32(I(0x33000000), hy));
+    __m256i kn = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(invln2, y), F(-0.5f)));
+    __m256 tk = _mm256_cvtepi32_ps(kn);
+    __m256 hi = _mm256_blendv_ps(_mm256_sub_ps(y, _mm256_mul_ps(tk, ln2_hi)), _mm256_add_ps(y, ln2_hi), k1);
+    __m256 lo = _mm256_blendv_ps(_mm256_mul_ps(tk, ln2_lo), _mm256_xor_ps(ln2_lo, sign), k1);
+    __m256 xr = _mm256_sub_ps(hi, lo);
+    __m256 c = _mm256_sub_ps(_mm256_sub_ps(hi, xr), lo);
+    xr = _mm256_blendv_ps(xr, y, k0);
+    __m256 hfx = _mm256_mul_ps(F(0.5f), xr), hxs = _mm256_mul_ps(xr, hfx);
+    __m256 p = _mm256_mul_ps(BITS(0xb457edbb), hxs);
+    p = _mm256_mul_ps(_mm256_add_ps(p, BITS(0x36867e54)), hxs);
+    p = _mm256_mul_ps(_mm256_add_ps(p, BITS(0xb8a670cd)), hxs);
+    p = _mm256_mul_ps(_mm256_add_ps(p, BITS(0x3ad00d01)), hxs);
+    p = _mm256_mul_ps(_mm256_add_ps(p, BITS(0xbd088889)), hxs);
+    __m256 r1 = _mm256_add_ps(p, F(1.0f));
+    __m256 t = _mm256_sub_ps(F(3.0f), _mm256_mul_ps(r1, hfx));
+    __m256 e = _mm256_mul_ps(_mm256_div_ps(_mm256_sub_ps(r1, t), _mm256_sub_ps(F(6.0f), _mm256_mul_ps(xr, t))), hxs);
+    __m256 res0 = _mm256_sub_ps(xr, _mm256_sub_ps(_mm256_mul_ps(xr, e), hxs));
+    __m256 e2 = _mm256_sub_ps(_mm256_sub_ps(_mm256_mul_ps(_mm256_sub_ps(e, c), xr), c), hxs);
+    __m256 res1 = _mm256_sub_ps(_mm256_mul_ps(_mm256_sub_ps(xr, e2), F(0.5f)), F(0.5f));
+    __m256i yy = _mm256_castps_si256(_mm256_sub_ps(F(1.0f), _mm256_sub_ps(e2, xr)));
+    __m256 res2 = _mm256_sub_ps(_mm256_castsi256_ps(_mm256_add_epi32(yy, _mm256_slli_epi32(kn, 23))), F(1.0f));
+    __m256 em1 = _mm256_blendv_ps(_mm256_blendv_ps(res2, res1, k1), res0, k0);
+    em1 = _mm256_blendv_ps(em1, y, tiny);
+    __m256 z = _mm256_div_ps(_mm256_xor_ps(em1, sign), _mm256_add_ps(em1, F(2.0f)));
+    return _mm256_xor_ps(z, _mm256_and_ps(x, sign));
+#undef F
+#undef I
+#undef BITS
+}
+
+/* y[i] = tanhf(x[i]·inv)·cap, the C library's tanhf bits (y may be x) */
+static void tanhf_scaled_row_vec(float *y, const float *x, float inv, float cap, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(inv));
+        int plain = _mm256_movemask_ps(_mm256_castsi256_ps(vtanh_in_range(v)));
+        __m256 r = _mm256_mul_ps(vtanh8(v), _mm256_set1_ps(cap));
+        if (plain == 0xff) {
+            _mm256_storeu_ps(y + i, r);
+            continue;
+        }
+        float xs[8];
+        _mm256_storeu_ps(xs, v);
+        _mm256_storeu_ps(y + i, r);
+        for (int l = 0; l < 8; l++)
+            if (!(plain >> l & 1)) y[i + l] = tanhf(xs[l]) * cap;
+    }
+    for (; i < n; i++) y[i] = tanhf(x[i] * inv) * cap;
+}
+
 /* The table, then the vector path against expf on inputs across the plain range (every
- * table entry, both signs, the ends); once (vexp_once), so that a kernel set made again
- * never rewrites the table under a running attention */
+ * table entry, both signs, the ends), and the vector tanhf against tanhf; once
+ * (vexp_once), so that a kernel set made again never rewrites the table under a running
+ * attention */
 static void vexp_check(void) {
     for (int i = 0; i < 32; i++) {
         double v = (double)exp2l((long double)i / 32);
@@ -4192,6 +4269,27 @@ static void vexp_check(void) {
         ok &= memcmp(&want, &got[i], 4) == 0;
     }
     vexp_ok = ok;
+    /* tanhf: random magnitudes over every binade of its vector range and past its ends, both
+     * signs, and each side of expm1f's reduction boundaries (|x| = 0x3e317218, 0x3f051592
+     * as bits, half of expm1f's) */
+    for (int i = 0; i < N; i++) {
+        u = u * 1664525u + 1013904223u;
+        uint32_t b = (u & 0x80000000u) | (((u >> 23) % 72 + 70) << 23) | (u & 0x7fffff);
+        memcpy(&x[i], &b, 4);
+    }
+    static const uint32_t edges[] = {0x24000000, 0x3e317218, 0x3f051592, 0x3f800000, 0x33000000};
+    for (int e = 0; e < 5; e++)
+        for (int d = -2; d <= 2; d++) {
+            uint32_t b = edges[e] + (uint32_t)d;
+            memcpy(&x[e * 5 + d + 2], &b, 4);
+        }
+    tanhf_scaled_row_vec(got, x, 1.0f, 1.0f, N);
+    ok = 1;
+    for (int i = 0; i < N; i++) {
+        float want = tanhf(x[i]);
+        ok &= memcmp(&want, &got[i], 4) == 0;
+    }
+    vtanh_ok = ok;
 }
 
 /* ll_attend_f16_scalar in three passes over chunks of keys, with the same operations per
@@ -5029,6 +5127,7 @@ static void fill_kernels(ll_kernels *k, int with_extensions) {
     k->attend_f16 = attend_f16;
     pthread_once(&vexp_once, vexp_check);
     k->expf_row = vexp_ok ? expf_row_vec : ll_expf_row_libm;
+    k->tanhf_scaled_row = vtanh_ok ? tanhf_scaled_row_vec : ll_tanhf_scaled_row_libm;
     k->swiglu = swiglu;
     k->relu2 = relu2;
     k->rope_head = rope_head;

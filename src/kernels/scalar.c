@@ -363,6 +363,10 @@ void ll_expf_row_libm(float *y, const float *x, int n) {
     for (int i = 0; i < n; i++) y[i] = expf(x[i]);
 }
 
+void ll_tanhf_scaled_row_libm(float *y, const float *x, float inv, float cap, int n) {
+    for (int i = 0; i < n; i++) y[i] = tanhf(x[i] * inv) * cap;
+}
+
 static void axpy(float *y, const float *x, float a, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = fmaf(x[i], a, y[i]);
 }
@@ -441,6 +445,7 @@ void ll_kernels_scalar(ll_kernels *k) {
     k->dot_f16_f16 = ll_dot_f16_f16;
     k->attend_f16 = ll_attend_f16_scalar;
     k->expf_row = ll_expf_row_libm;
+    k->tanhf_scaled_row = ll_tanhf_scaled_row_libm;
     k->from_float[LLAMBDA_TYPE_F32] = ll_convert_row_f32;
     k->from_float[LLAMBDA_TYPE_F16] = ll_convert_row_f16;
     k->from_float[LLAMBDA_TYPE_BF16] = ll_convert_row_bf16;
