@@ -172,7 +172,9 @@ typedef void (*ll_dot_packed_fn)(int64_t n, float *out, size_t out_stride, const
  * lanes of element pairs for BF16, over 64-element steps) in a pass of its own, so the
  * elements of one pass are stored together (ll_pass_index), the tail past the last whole
  * step in place. */
-enum { LL_ACT_F16_AS_F32 = LLAMBDA_TYPE_COUNT, LL_ACT_F16_PASS, LL_ACT_BF16_PASS, LL_ACT_COUNT };
+/* Activation formats beyond the types: f16-rounded f32; f16 in 4-pass order; bf16 in
+ * 2-pass order (AVX-512 BF16 prompts) and in 4-pass order (AVX2 BF16 prompts) */
+enum { LL_ACT_F16_AS_F32 = LLAMBDA_TYPE_COUNT, LL_ACT_F16_PASS, LL_ACT_BF16_PASS, LL_ACT_BF16_PASS4, LL_ACT_COUNT };
 /* Bytes of one activation row in format vdt. The float formats add a cache line, so that
  * the rows of a prompt tile (power-of-two widths) do not share the same cache sets. */
 size_t ll_act_row_bytes(int vdt, int64_t n);
@@ -338,6 +340,7 @@ void ll_convert_row_bf16(const float *x, void *y, int64_t n);
 void ll_round_row_f16(const float *x, void *y, int64_t n);    /* to f16 and back: LL_ACT_F16_AS_F32 */
 void ll_pass_row_f16(const float *x, void *y, int64_t n);     /* LL_ACT_F16_PASS */
 void ll_pass_row_bf16(const float *x, void *y, int64_t n);    /* LL_ACT_BF16_PASS */
+void ll_pass4_row_bf16(const float *x, void *y, int64_t n);   /* LL_ACT_BF16_PASS4 */
 void ll_convert_row_f32(const float *x, void *y, int64_t n);
 
 #endif

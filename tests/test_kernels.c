@@ -456,6 +456,7 @@ int main(void) {
             compare(&scalar, &active, type);
             if (type == LLAMBDA_TYPE_F16) compare_pass_format(&scalar, &scalar, LL_ACT_F16_PASS, LL_ACT_F16_AS_F32, 4);
             if (type == LLAMBDA_TYPE_BF16) compare_pass_format(&scalar, &scalar, LL_ACT_BF16_PASS, LLAMBDA_TYPE_BF16, 2);
+            if (type == LLAMBDA_TYPE_BF16) compare_pass_format(&scalar, &scalar, LL_ACT_BF16_PASS4, LLAMBDA_TYPE_BF16, 4);
 #ifdef LL_HAVE_AVX2
             /* every ISA this CPU has, whichever one is active */
             ll_kernels k2 = scalar, k512 = scalar;
@@ -464,6 +465,10 @@ int main(void) {
                 compare(&scalar, &k2, type);
                 compare_gemm(&scalar, &k2, type);
                 if (type == LLAMBDA_TYPE_F16) compare_pass_format(&scalar, &k2, LL_ACT_F16_PASS, LL_ACT_F16_AS_F32, 4);
+                if (type == LLAMBDA_TYPE_BF16) {
+                    compare_pass_format(&scalar, &k2, LL_ACT_BF16_PASS4, LLAMBDA_TYPE_BF16, 4);
+                    CHECK(k2.gemm_act[type] == LL_ACT_BF16_PASS4, "avx2: BF16 prompts take %d, not the 4-pass bf16 rows", k2.gemm_act[type]);
+                }
                 if (type == LLAMBDA_TYPE_F16 || type == LLAMBDA_TYPE_BF16)
                     CHECK(k2.gemm[type] != NULL, "avx2: no prompt kernel for %s", t->name);
             }

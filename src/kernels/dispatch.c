@@ -111,7 +111,7 @@ int ll_vec_dot_type(int t) {
 
 size_t ll_act_row_bytes(int vdt, int64_t n) {
     if (vdt == LL_ACT_F16_AS_F32) return (size_t)n * 4 + 64;
-    if (vdt == LL_ACT_F16_PASS || vdt == LL_ACT_BF16_PASS) return (size_t)n * 2 + 64;
+    if (vdt == LL_ACT_F16_PASS || vdt == LL_ACT_BF16_PASS || vdt == LL_ACT_BF16_PASS4) return (size_t)n * 2 + 64;
     return (size_t)llambda_type_row_bytes(vdt, n);
 }
 

@@ -452,6 +452,7 @@ void ll_kernels_scalar(ll_kernels *k) {
     k->from_float[LL_ACT_F16_AS_F32] = ll_round_row_f16;
     k->from_float[LL_ACT_F16_PASS] = ll_pass_row_f16;
     k->from_float[LL_ACT_BF16_PASS] = ll_pass_row_bf16;
+    k->from_float[LL_ACT_BF16_PASS4] = ll_pass4_row_bf16;
     k->from_float[LLAMBDA_TYPE_Q8_0] = ll_quantize_row_q8_0;
     k->from_float[LLAMBDA_TYPE_Q8_1] = ll_quantize_row_q8_1;
     k->from_float[LLAMBDA_TYPE_Q8_K] = ll_quantize_row_q8_K;

@@ -60,7 +60,7 @@ void ll_round_row_f16(const float *x, void *y, int64_t n) {
     float *o = y;
     for (int64_t i = 0; i < n; i++) o[i] = ll_fp16_to_fp32(ll_fp32_to_fp16(x[i]));
 }
-/* The same rounded values as 16-bit numbers in pass order (LL_ACT_F16_PASS / _BF16_PASS) */
+/* The same rounded values as 16-bit numbers in pass order (LL_ACT_F16_PASS / _BF16_PASS / _BF16_PASS4) */
 void ll_pass_row_f16(const float *x, void *y, int64_t n) {
     uint16_t *o = y;
     for (int64_t i = 0; i < n; i++) o[ll_pass_index(i, n, 4)] = ll_fp32_to_fp16(x[i]);
@@ -68,6 +68,10 @@ void ll_pass_row_f16(const float *x, void *y, int64_t n) {
 void ll_pass_row_bf16(const float *x, void *y, int64_t n) {
     uint16_t *o = y;
     for (int64_t i = 0; i < n; i++) o[ll_pass_index(i, n, 2)] = ll_fp32_to_bf16(x[i]);
+}
+void ll_pass4_row_bf16(const float *x, void *y, int64_t n) {
+    uint16_t *o = y;
+    for (int64_t i = 0; i < n; i++) o[ll_pass_index(i, n, 4)] = ll_fp32_to_bf16(x[i]);
 }
 void ll_convert_row_f32(const float *x, void *y, int64_t n) { memcpy(y, x, (size_t)n * 4); }
 
