@@ -171,9 +171,8 @@ typedef void (*ll_dot_packed_fn)(int64_t n, float *out, size_t out_stride, const
  * kernels: vec_dot sums each of its accumulators (four of 16 lanes for F16, two of 16
  * lanes of element pairs for BF16, over 64-element steps) in a pass of its own, so the
  * elements of one pass are stored together (ll_pass_index), the tail past the last whole
- * step in place. */
-/* Activation formats beyond the types: f16-rounded f32; f16 in 4-pass order; bf16 in
- * 2-pass order (AVX-512 BF16 prompts) and in 4-pass order (AVX2 BF16 prompts) */
+ * step in place. LL_ACT_BF16_PASS4 is the bf16 values in the AVX2 BF16 tile's four passes
+ * (dot_bf16's four 8-lane accumulators, 16 elements each a step). */
 enum { LL_ACT_F16_AS_F32 = LLAMBDA_TYPE_COUNT, LL_ACT_F16_PASS, LL_ACT_BF16_PASS, LL_ACT_BF16_PASS4, LL_ACT_COUNT };
 /* Bytes of one activation row in format vdt. The float formats add a cache line, so that
  * the rows of a prompt tile (power-of-two widths) do not share the same cache sets. */
