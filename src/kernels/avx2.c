@@ -4291,7 +4291,7 @@ static void vexp_check(void) {
         memcpy(&x[i], &b, 4);
     }
     static const uint32_t edges[] = {0x24000000, 0x3e317218, 0x3f051592, 0x3f800000, 0x33000000};
-    for (int e = 0; e < 5; e++)
+    for (int e = 0; e < (int)(sizeof edges / sizeof edges[0]); e++)
         for (int d = -2; d <= 2; d++) {
             uint32_t b = edges[e] + (uint32_t)d;
             memcpy(&x[e * 5 + d + 2], &b, 4);

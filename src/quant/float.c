@@ -65,14 +65,11 @@ void ll_pass_row_f16(const float *x, void *y, int64_t n) {
     uint16_t *o = y;
     for (int64_t i = 0; i < n; i++) o[ll_pass_index(i, n, 4)] = ll_fp32_to_fp16(x[i]);
 }
-void ll_pass_row_bf16(const float *x, void *y, int64_t n) {
-    uint16_t *o = y;
-    for (int64_t i = 0; i < n; i++) o[ll_pass_index(i, n, 2)] = ll_fp32_to_bf16(x[i]);
+static void pass_order_bf16(const float *x, uint16_t *o, int64_t n, int n_pass) {
+    for (int64_t i = 0; i < n; i++) o[ll_pass_index(i, n, n_pass)] = ll_fp32_to_bf16(x[i]);
 }
-void ll_pass4_row_bf16(const float *x, void *y, int64_t n) {
-    uint16_t *o = y;
-    for (int64_t i = 0; i < n; i++) o[ll_pass_index(i, n, 4)] = ll_fp32_to_bf16(x[i]);
-}
+void ll_pass_row_bf16(const float *x, void *y, int64_t n) { pass_order_bf16(x, y, n, 2); }
+void ll_pass4_row_bf16(const float *x, void *y, int64_t n) { pass_order_bf16(x, y, n, 4); }
 void ll_convert_row_f32(const float *x, void *y, int64_t n) { memcpy(y, x, (size_t)n * 4); }
 
 void ll_dequantize_row_f16(const void *src, float *y, int64_t n) {
