@@ -4313,12 +4313,6 @@ static void vexp_check(void) {
 #define ATT_CHUNK 64
 #define ATT_MAX_HEADS 4
 
-/* A key's cell in the cache's ring: a position past the ring's end only on sliding-window
- * layers, so the division only there. Four a key and group, the idivl was 4% of the
- * attention's samples in a llama-3.2-1b Q4_K_M pp512 at 2048 tokens of context (perf); the
- * attention's samples against the Q4_K tile's 0.81 -> 0.78 with this, the same bits. */
-static inline int ring_cell(int pos, int ring) { return pos < ring ? pos : pos % ring; }
-
 /* acc[b] = f16(acc[b]·ms) when ms is not 1 (the scalar loop's rescale at a new max, which
  * leaves an f16 value unchanged when ms is 1), then acc[b] = f16(v·vs + acc[b]). */
 static inline __attribute__((always_inline)) void att_accumulate(float *accf, const uint16_t *V, int W, int first,
@@ -4330,7 +4324,7 @@ static inline __attribute__((always_inline)) void att_accumulate(float *accf, co
         #pragma GCC unroll 32
         for (int b = 0; b < nv; b++) acc[h][b] = _mm256_loadu_ps(accf + (size_t)h * (size_t)stride + 8 * b);
     for (int j = 0; j < m; j++) {
-        const uint16_t *v = V + (size_t)ring_cell(first + c0 + j, ring) * W;
+        const uint16_t *v = V + (size_t)ll_ring_cell(first + c0 + j, ring) * W;
         for (int h = 0; h < HP; h++) {
             float msj = ms[h * ATT_CHUNK + j];
             if (msj != 1.0f) {
@@ -4366,7 +4360,7 @@ static inline __attribute__((always_inline)) void att_accumulate_zmm(float *accf
         #pragma GCC unroll 16
         for (int b = 0; b < nz; b++) acc[h][b] = _mm512_loadu_ps(accf + (size_t)h * (size_t)stride + 16 * b);
     for (int j = 0; j < m; j++) {
-        const uint16_t *v = V + (size_t)ring_cell(first + c0 + j, ring) * W;
+        const uint16_t *v = V + (size_t)ll_ring_cell(first + c0 + j, ring) * W;
         #pragma GCC unroll 4
         for (int h = 0; h < HP; h++) {
             float msj = ms[h * ATT_CHUNK + j];
@@ -4428,7 +4422,7 @@ static inline __attribute__((always_inline)) float dot_qk_zmm(const float *q, co
 #define KV_FETCH_AHEAD 16
 static inline __attribute__((always_inline)) void fetch_kv_ahead(const uint16_t *K, const uint16_t *V, int W, int cell,
                                                                  int ring, int bytes) {
-    const char *k = (const char *)(K + (size_t)ring_cell(cell + KV_FETCH_AHEAD, ring) * W), *v = (const char *)(V + (size_t)ring_cell(cell, ring) * W);
+    const char *k = (const char *)(K + (size_t)ll_ring_cell(cell + KV_FETCH_AHEAD, ring) * W), *v = (const char *)(V + (size_t)ll_ring_cell(cell, ring) * W);
     for (int b = 0; b < bytes; b += 64) {
         _mm_prefetch(k + b, _MM_HINT_T0);
         _mm_prefetch(v + b, _MM_HINT_T0);
@@ -4450,7 +4444,7 @@ static inline __attribute__((always_inline)) void qk_scores16_zmm(const uint16_t
         __m512 part[ATT_MAX_HEADS][16];
         int cnt = m - j0 < 16 ? m - j0 : 16;
         for (int jj = 0; jj < cnt; jj++) {
-            const uint16_t *kk = K + (size_t)ring_cell(first + c0 + j0 + jj, ring) * W;
+            const uint16_t *kk = K + (size_t)ll_ring_cell(first + c0 + j0 + jj, ring) * W;
             fetch_kv_ahead(K, V, W, first + c0 + j0 + jj, ring, nz * 32);
             if (nz <= 8) {
                 __m512 kz[8];
@@ -4514,7 +4508,7 @@ static inline __attribute__((always_inline)) void qk_scores8_ymm(const uint16_t 
                 for (int h = 0; h < nh; h++) t3[h][jj] = _mm256_setzero_ps();
                 continue;
             }
-            const uint16_t *kk = K + (size_t)ring_cell(first + c0 + j0 + jj, ring) * W;
+            const uint16_t *kk = K + (size_t)ll_ring_cell(first + c0 + j0 + jj, ring) * W;
             __m256 kz[8];
             if (D == 64)
                 #pragma GCC unroll 8
@@ -4744,7 +4738,7 @@ static void attend_f16(const uint16_t *q16, const uint16_t *K, const uint16_t *V
         else scored = 0;
 #endif
         for (int j = 0; j < m && !scored; j++) {
-            const uint16_t *kk = K + (size_t)ring_cell(first + c0 + j, ring) * W;
+            const uint16_t *kk = K + (size_t)ll_ring_cell(first + c0 + j, ring) * W;
 #ifdef LL_AVX512
             if (D % 64 == 0) {
                 __m512 kz[32];

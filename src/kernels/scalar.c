@@ -337,7 +337,7 @@ static void attend_f16_head(const uint16_t *q16, const uint16_t *K, const uint16
     float M = -INFINITY, S = 0;
     for (int i = 0; i < D; i++) acc16[i] = 0;
     for (int j = 0; j < n; j++) {
-        size_t cell = (size_t)((first + j) % ring);
+        size_t cell = (size_t)ll_ring_cell(first + j, ring);
         const uint16_t *k = K + cell * W, *v = V + cell * W;
         float s = ll_dot_f16_f16(q16, k, D) * scale, ms = 1.0f, vs = 1.0f;
         if (s > M) {

@@ -54,7 +54,7 @@ static void attend_f32(const float *q, const float *K, const float *V, int W, in
     float M = -INFINITY, S = 0;
     memset(o, 0, (size_t)D * sizeof *o);
     for (int i = 0; i < n_cells; i++) {
-        size_t cell = (size_t)((first + i) % ring);
+        size_t cell = (size_t)ll_ring_cell(first + i, ring);
         const float *k = K + cell * W, *v = V + cell * W;
         float s = 0, ms = 1.0f, vs = 1.0f;
         for (int i = 0; i < D; i++) s += q[i] * k[i];
